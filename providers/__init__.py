@@ -1,0 +1,1 @@
+"""Provider adapters: one module per API family, pure converters beside a thin IO class."""
