@@ -1,0 +1,1 @@
+"""Confidence extraction per source (pure): token, ptrue, verbal, consistency."""
