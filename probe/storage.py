@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -229,15 +229,12 @@ class Store:
             rows = self._conn.execute(sql, args).fetchall()
         return [Record.model_validate_json(r[0]) for r in rows]
 
-    def record_keys(self, run_id: str, statuses: Sequence[str] | None = None) -> set[tuple[str, str, str, str, str, int]]:
-        """Keys (model, suite, item, variant, source, sample) of records, optionally by status."""
-        sql = "SELECT model, suite, item_id, variant, source, sample FROM records WHERE run_id = ?"
-        args: list[object] = [run_id]
-        if statuses is not None:
-            sql += f" AND status IN ({','.join('?' * len(statuses))})"
-            args += list(statuses)
+    def record_statuses(self, run_id: str) -> dict[tuple[str, str, str, str, str, int], str]:
+        """(model, suite, item, variant, source, sample) → status, for every record of a run."""
+        sql = "SELECT model, suite, item_id, variant, source, sample, status FROM records WHERE run_id = ?"
         with self._lock:
-            return {tuple(r) for r in self._conn.execute(sql, args)}
+            rows = self._conn.execute(sql, (run_id,)).fetchall()
+        return {(r[0], r[1], r[2], r[3], r[4], int(r[5])): r[6] for r in rows}
 
     def status_counts(self, run_id: str) -> dict[str, int]:
         with self._lock:

@@ -1,0 +1,300 @@
+"""The async engine: executes units against providers, with the response cache and storage.
+
+Per unit: one answer call (serves ``token`` and, reused, ``ptrue``), one self-evaluation call
+(``ptrue``), one call per verbal form, and one call with ``n`` samples (or K calls) for
+``consistency``. Every completed response goes to the cache at once, so a crash loses at most
+the requests in flight; each unit's records are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from probe.completion import CallFailure, ChatRequest, Completion, ProviderError
+from probe.elicit._result import Extracted
+from probe.elicit.consistency import consistency
+from probe.elicit.ptrue import ptrue
+from probe.elicit.token import token_mc, token_short
+from probe.elicit.verbal import verbal
+from probe.grading import mc_choice, normalize_answer, short_correct
+from probe.hashing import versioned_hash
+from probe.prompts import RenderedPrompt, answer_prompt, ptrue_prompt, verbal_prompt
+from probe.record import Record, Sampling, Source
+from probe.runner.plan import VERBAL_FORMS, Unit
+from probe.runner.spec import RunSpec
+from probe.storage import Store
+from providers import Provider
+from providers.limits import AdaptiveLimiter
+from providers.retry import RetryPolicy, call_with_retry
+
+CACHE_TAG = "k1"
+ANSWER_MAX_TOKENS = {"mc": 5, "short": 24}
+VERBAL_MAX_TOKENS = 64
+
+
+def cache_key(connection_key: str, req: ChatRequest, sample: int) -> str:
+    """Versioned hash of the exact request (no secrets: the connection key holds none)."""
+    return versioned_hash({"conn": connection_key, "req": req.model_dump(mode="json"), "sample": sample},
+                          tag=CACHE_TAG)
+
+
+@dataclass
+class Progress:
+    """Live counters for the progress bar and the summary."""
+
+    units_total: int = 0
+    units_done: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    records: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def calls_per_s(self) -> float:
+        return self.calls / max(time.monotonic() - self.started, 1e-9)
+
+
+@dataclass
+class Outcome:
+    """A call's completion (fresh or cached) or its classified failure."""
+
+    completion: Completion | None
+    failure: CallFailure | None
+    key: str
+    request: ChatRequest
+
+
+class Engine:
+    """Runs units for one run id. Providers are created by the caller and closed by it."""
+
+    def __init__(self, store: Store, run_id: str, spec: RunSpec, providers: dict[str, Provider],
+                 policy: RetryPolicy, on_progress: Callable[[Progress], None] | None = None) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.spec = spec
+        self.providers = providers
+        self.policy = policy
+        self.progress = Progress()
+        self.on_progress = on_progress
+        self.model_ids: dict[str, str] = {}
+        self.limiters: dict[str, AdaptiveLimiter] = {}
+        for cfg in spec.models:
+            p = providers[cfg.model]
+            if p.connection_key not in self.limiters:
+                self.limiters[p.connection_key] = AdaptiveLimiter(cfg.concurrency or spec.concurrency)
+
+    # -- calls ----------------------------------------------------------------------------
+    async def _call(self, provider: Provider, req: ChatRequest, sample: int = 0) -> Outcome:
+        key = cache_key(provider.connection_key, req, sample)
+        if not self.spec.refresh:
+            cached = self.store.cache_get(key)
+            if cached is not None:
+                self.progress.cache_hits += 1
+                return Outcome(cached, None, key, req)
+        limiter = self.limiters[provider.connection_key]
+
+        async def attempt(r: ChatRequest) -> Completion:
+            async with limiter:
+                try:
+                    result = await provider.complete(r)
+                except ProviderError as e:
+                    if e.failure.kind == "rate_limit":
+                        limiter.on_rate_limit()
+                    raise
+                limiter.on_success()
+                return result
+
+        self.progress.calls += 1
+        try:
+            completion = await call_with_retry(attempt, req, self.policy)
+        except ProviderError as e:
+            self.progress.errors += 1
+            return Outcome(None, e.failure, key, req)
+        self.store.cache_put([(key, completion)])
+        return Outcome(completion, None, key, req)
+
+    # -- records --------------------------------------------------------------------------
+    def _record(self, unit: Unit, source: Source, variant: str, outcomes: list[Outcome],
+                ext: Extracted | None, correct: bool | None, sampling: Sampling) -> Record:
+        failure = next((o.failure for o in outcomes if o.failure is not None), None)
+        done = [o.completion for o in outcomes if o.completion is not None]
+        reported = next((c.model_reported for c in done if c.model_reported), None)
+        if reported:
+            self.model_ids[unit.model] = reported
+        ins = [c.usage.input_tokens for c in done if c.usage.input_tokens is not None]
+        outs = [c.usage.output_tokens for c in done if c.usage.output_tokens is not None]
+        common = dict(
+            run_id=self.run_id, model=unit.model, provider=unit.model.split("/", 1)[0], suite=unit.suite.name,
+            item_id=unit.question.id, variant=variant, source=source, sampling=sampling,
+            model_reported=reported, input_tokens=sum(ins) if ins else None,
+            output_tokens=sum(outs) if outs else None,
+            latency_s=sum(c.latency_s for c in done) if done else None,
+            request_hash=outcomes[-1].key if outcomes else None, created_at=datetime.now(UTC),
+        )
+        if failure is not None:
+            return Record(status=f"error:{failure.kind}", error=failure.message, **common)  # type: ignore[arg-type]
+        assert ext is not None
+        ok = ext.status == "ok"
+        return Record(status=ext.status, answer=ext.answer, correct=correct if ok else None,
+                      confidence=ext.confidence if ok else None, detail=ext.detail, **common)  # type: ignore[arg-type]
+
+    def _grade(self, unit: Unit, prompt: RenderedPrompt, answer: str | None) -> tuple[bool | None, int | None]:
+        q = unit.question
+        if answer is None:
+            return None, None
+        if q.kind == "mc":
+            picked = mc_choice(answer, q, prompt)
+            return (None, None) if picked is None else (picked == q.answer, picked)
+        return short_correct(answer, q), None
+
+    # -- one unit -------------------------------------------------------------------------
+    async def run_unit(self, unit: Unit) -> list[Record]:
+        provider = self.providers[unit.model]
+        q, v, spec = unit.question, unit.variant, self.spec
+        records: list[Record] = []
+        answer_max = ANSWER_MAX_TOKENS[q.kind]
+        lp_sampling = Sampling(temperature=0.0, max_tokens=answer_max, top_logprobs=spec.top_logprobs)
+        want = set(unit.sources)
+        tasks: list[asyncio.Task[list[Record]]] = []
+
+        async def token_and_ptrue() -> list[Record]:
+            out: list[Record] = []
+            prompt = answer_prompt(q, v)
+            req = ChatRequest(messages=prompt.messages, max_tokens=answer_max, temperature=0.0,
+                              logprobs=True, top_logprobs=spec.top_logprobs)
+            a = await self._call(provider, req)
+            ext: Extracted | None = None
+            correct: bool | None = None
+            if a.completion is not None:
+                choice = a.completion.first
+                ext = token_mc(choice, q, prompt) if q.kind == "mc" else token_short(choice)
+                if q.kind == "mc":
+                    correct = ext.choice == q.answer if ext.choice is not None else None
+                else:
+                    correct = short_correct(choice.text, q)
+            if "token" in want:
+                out.append(self._record(unit, "token", v.id, [a], ext, correct, lp_sampling))
+            if "ptrue" in want:
+                out.append(await self._ptrue(unit, a, ext, correct, prompt, lp_sampling))
+            return out
+
+        if want & {"token", "ptrue"}:
+            tasks.append(asyncio.create_task(token_and_ptrue()))
+        if "verbal" in want:
+            tasks += [asyncio.create_task(self._verbal(unit, form)) for form in VERBAL_FORMS]
+        if "consistency" in want:
+            tasks.append(asyncio.create_task(self._consistency(unit)))
+        try:
+            for t in tasks:
+                records += await t
+        finally:
+            for t in tasks:
+                t.cancel()
+        return records
+
+    async def _ptrue(self, unit: Unit, a: Outcome, ext: Extracted | None, correct: bool | None,
+                     prompt: RenderedPrompt, sampling: Sampling) -> Record:
+        q, v = unit.question, unit.variant
+        if a.completion is None or ext is None:
+            return self._record(unit, "ptrue", v.id, [a], None, None, sampling)
+        choice = a.completion.first
+        if choice.logprob_state == "unavailable":
+            # the model cannot give logprobs: asking it to self-evaluate would measure nothing
+            return self._record(unit, "ptrue", v.id, [a], Extracted(
+                status=f"unavailable:{choice.logprob_reason or 'unknown'}", answer=ext.answer), None, sampling)
+        if q.kind == "mc":
+            if ext.choice is None:
+                return self._record(unit, "ptrue", v.id, [a], Extracted(status="parse_error",
+                                    answer=choice.text[:200]), None, sampling)
+            assert q.choices is not None
+            proposed = f"{prompt.label_of_choice(ext.choice)}. {q.choices[ext.choice]}"
+        else:
+            proposed = choice.text.strip()
+            if not proposed:
+                return self._record(unit, "ptrue", v.id, [a], Extracted(status="parse_error"), None, sampling)
+        p_prompt = ptrue_prompt(q, v, proposed)
+        req = ChatRequest(messages=p_prompt.messages, max_tokens=ANSWER_MAX_TOKENS["mc"], temperature=0.0,
+                          logprobs=True, top_logprobs=self.spec.top_logprobs)
+        b = await self._call(self.providers[unit.model], req)
+        pext = ptrue(b.completion.first, proposed) if b.completion is not None else None
+        return self._record(unit, "ptrue", v.id, [b], pext, correct, sampling)
+
+    async def _verbal(self, unit: Unit, form: str) -> list[Record]:
+        q, v = unit.question, unit.variant
+        prompt = verbal_prompt(q, v, "numeric" if form == "numeric" else "linguistic")
+        sampling = Sampling(temperature=0.0, max_tokens=VERBAL_MAX_TOKENS)
+        req = ChatRequest(messages=prompt.messages, max_tokens=VERBAL_MAX_TOKENS, temperature=0.0)
+        o = await self._call(self.providers[unit.model], req)
+        ext = None
+        correct = None
+        if o.completion is not None:
+            ext = verbal(o.completion.text, "numeric" if form == "numeric" else "linguistic")
+            if ext.status == "ok":
+                correct = self._grade(unit, prompt, ext.answer)[0]
+                if correct is None:
+                    ext = Extracted(status="parse_error", answer=ext.answer, detail=ext.detail)
+        return [self._record(unit, "verbal", f"{v.id}:{form}", [o], ext, correct, sampling)]
+
+    async def _consistency(self, unit: Unit) -> list[Record]:
+        q, v, spec = unit.question, unit.variant, self.spec
+        provider = self.providers[unit.model]
+        prompt = answer_prompt(q, v)
+        k = spec.samples
+        max_tokens = ANSWER_MAX_TOKENS[q.kind]
+        sampling = Sampling(temperature=spec.temperature, max_tokens=max_tokens, n=k)
+        outcomes: list[Outcome] = []
+        got = 0
+        if provider.capabilities.supports_n:
+            req = ChatRequest(messages=prompt.messages, max_tokens=max_tokens, temperature=spec.temperature, n=k)
+            outcomes.append(await self._call(provider, req))
+            first = outcomes[0].completion
+            got = len(first.choices) if first is not None else k
+        if got < k:
+            # no n support, or the host silently returned fewer choices: one call per missing sample
+            reqs = [ChatRequest(messages=prompt.messages, max_tokens=max_tokens, temperature=spec.temperature,
+                                seed=i) for i in range(got, k)]
+            outcomes += await asyncio.gather(*(self._call(provider, r, i) for i, r in zip(range(got, k), reqs,
+                                                                                         strict=True)))
+        if any(o.failure for o in outcomes):
+            return [self._record(unit, "consistency", v.id, outcomes, None, None, sampling)]
+        texts = [c.text for o in outcomes if o.completion for c in o.completion.choices][:k]
+        keys: list[str | None] = []
+        shown: list[str] = []
+        for t in texts:
+            if q.kind == "mc":
+                picked = mc_choice(t, q, prompt)
+                keys.append(None if picked is None else str(picked))
+                shown.append(t.strip() if picked is None else prompt.label_of_choice(picked))
+            else:
+                keys.append(normalize_answer(t) or None)
+                shown.append(t.strip())
+        ext = consistency(keys, shown)
+        correct = self._grade(unit, prompt, ext.answer)[0] if ext.status == "ok" else None
+        return [self._record(unit, "consistency", v.id, outcomes, ext, correct, sampling)]
+
+    # -- the whole run --------------------------------------------------------------------
+    async def run(self, units: list[Unit]) -> None:
+        """Run the units (those already done are filtered out by the caller)."""
+        self.progress.units_total = len(units)
+        sem = asyncio.Semaphore(max(64, 4 * max(lim.limit for lim in self.limiters.values())))
+
+        async def one(unit: Unit) -> None:
+            async with sem:
+                recs = await self.run_unit(unit)
+            self.store.put_records(recs)
+            self.progress.units_done += 1
+            self.progress.records += len(recs)
+            if self.on_progress:
+                self.on_progress(self.progress)
+
+        tasks = [asyncio.create_task(one(u)) for u in units]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
