@@ -55,6 +55,45 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "0002_service_schedules_alerts_leases",
+        """
+        CREATE TABLE schedules (
+            schedule_id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            next_fire_at TEXT NOT NULL,
+            data TEXT NOT NULL
+        );
+        CREATE TABLE schedule_fires (
+            schedule_id TEXT NOT NULL,
+            fire_at TEXT NOT NULL,
+            run_id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL,
+            claimed_at TEXT NOT NULL,
+            PRIMARY KEY (schedule_id, fire_at)
+        );
+        CREATE TABLE managed_runs (
+            run_id TEXT PRIMARY KEY,
+            origin TEXT NOT NULL,
+            schedule_id TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at TEXT NOT NULL
+        );
+        CREATE TABLE alerts (
+            alert_id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            schedule_id TEXT,
+            run_id TEXT NOT NULL,
+            data TEXT NOT NULL,
+            webhook_status TEXT
+        );
+        CREATE INDEX alerts_created ON alerts(created_at)
+        """,
+    ),
 ]
 
 
