@@ -8,6 +8,7 @@ import typer
 
 from probe import __version__
 from probe.cli._common import err_console
+from probe.cli.providers import app as providers_app
 from probe.cli.run import demo, export, run
 from probe.cli.suites import app as suites_app
 from probe.completion import ConfigError
@@ -23,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(suites_app, name="suites")
+app.add_typer(providers_app, name="providers")
 app.command("run")(run)
 app.command("export")(export)
 app.command("demo")(demo)

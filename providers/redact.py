@@ -1,0 +1,47 @@
+"""Keeping secrets out of every string that leaves an adapter.
+
+A :class:`Redactor` knows the key strings in use and scrubs them, plus anything that looks
+like a credential (``Authorization`` values, ``api-key``/``x-api-key`` headers, ``key=`` query
+parameters), from error text before it reaches a CallFailure, a log line or an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MASK = "[redacted]"
+
+_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(bearer\s+|basic\s+)?[^\s\"',}]+"),
+    re.compile(r"(?i)((?:x-)?(?:api|goog-api)[-_]key[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]+"),
+    re.compile(r"(?i)([?&](?:key|api[-_]?key|access_token|token)=)[^&\s\"']+"),
+    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
+)
+
+
+class Redactor:
+    """Scrubs known secrets and credential-shaped substrings from text."""
+
+    __slots__ = ("_secrets",)
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        # Longest first, so a secret that contains another is masked whole.
+        found = {s for s in secrets if s and len(s) >= 4}
+        self._secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._secrets)} secrets)"
+
+    def add(self, secret: str | None) -> None:
+        """Also mask ``secret`` from now on."""
+        if secret and len(secret) >= 4 and secret not in self._secrets:
+            self._secrets = tuple(sorted((*self._secrets, secret), key=len, reverse=True))
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        for pattern in _PATTERNS:
+            text = pattern.sub(lambda m: m.group(1) + MASK, text)
+        return text
