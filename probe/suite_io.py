@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -101,9 +102,16 @@ def read_questions(path: Path) -> tuple[list[Question], list[str]]:
 
 def _toml_line(text: str, key: str) -> int | None:
     for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip().startswith(f"{key} ") or line.strip().startswith(f"{key}="):
+        stripped = line.strip()
+        if stripped.startswith((f"{key} ", f"{key}=", f"[{key}]", f"[[{key}]]")):
             return number
     return None
+
+
+def _variant_line(text: str, index: int) -> int:
+    """Line of the ``index``-th ``[[variants]]`` table (1 if not found)."""
+    headers = [n for n, line in enumerate(text.splitlines(), start=1) if line.strip() == "[[variants]]"]
+    return headers[index] if index < len(headers) else (_toml_line(text, "variants") or 1)
 
 
 def load_suite(path: Path) -> Suite:
@@ -118,14 +126,23 @@ def load_suite(path: Path) -> Suite:
     try:
         meta = tomllib.loads(meta_text)
     except tomllib.TOMLDecodeError as e:
-        raise SuiteError([f"{meta_path}: (toml): {e}"]) from None
+        at = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        raise SuiteError([f"{meta_path}:{at.group(1) if at else 1}: (toml): {e}"]) from None
     problems: list[str] = []
     variants: list[PromptVariant] = []
-    for i, raw in enumerate(meta.pop("variants", []) or []):
+    raw_variants = meta.pop("variants", [])
+    if not isinstance(raw_variants, list):
+        line = _toml_line(meta_text, "variants") or 1
+        problems.append(f"{meta_path}:{line}: variants: expected an array of tables ([[variants]])")
+        raw_variants = []
+    for i, raw in enumerate(raw_variants):
         try:
             variants.append(PromptVariant.model_validate(raw))
         except ValidationError as e:
-            problems.extend(_validation_problems(f"{meta_path}: variants[{i}]", e))
+            line = _variant_line(meta_text, i)
+            for p in _validation_problems(f"{meta_path}:{line}", e):
+                where, rest = p.split(": ", 1)
+                problems.append(f"{where}: variants[{i}].{rest}")
     q_path = directory / QUESTIONS_FILE
     if not q_path.is_file():
         problems.append(f"{q_path}: (file): missing; a suite directory needs {QUESTIONS_FILE}")
@@ -144,8 +161,8 @@ def load_suite(path: Path) -> Suite:
         out = []
         for p in _validation_problems(str(meta_path), e):
             field = p.split(": ")[1].split(".")[0].split("[")[0]
-            line = _toml_line(meta_text, field)
-            out.append(p.replace(f"{meta_path}:", f"{meta_path}:{line}:", 1) if line else p)
+            line = _toml_line(meta_text, field) or 1  # a missing key is reported on line 1
+            out.append(p.replace(f"{meta_path}:", f"{meta_path}:{line}:", 1))
         raise SuiteError(out) from None
 
 

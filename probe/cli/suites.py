@@ -10,6 +10,8 @@ import typer
 from rich.table import Table
 
 from probe.cli._common import console, print_json
+from probe.errors import UsageError
+from probe.importers import FieldMap, ImportFormat, import_suite
 from probe.suite_io import SuiteError, available_suites, load_suite, resolve_suite
 
 app = typer.Typer(help="List, show, validate and import question suites.", no_args_is_help=True)
@@ -81,3 +83,28 @@ def validate(paths: list[Path] = typer.Argument(..., help="Suite directories to 
         typer.echo(f"{path}: ok ({len(s.questions)} questions, {len(s.variants)} variants, {s.fingerprint})")
     if bad:
         raise typer.Exit(1)
+
+
+@app.command("import")
+def import_(
+    src: Path = typer.Argument(..., help="Source file (for mmlu-csv also a directory of CSV files)."),
+    fmt: ImportFormat = typer.Option(..., "--format", "-f", help="Source format."),
+    out: Path = typer.Option(..., "--out", "-o", help="Suite directory to write, e.g. suites/NAME."),
+    name: str | None = typer.Option(None, "--name", help="Suite name (default: the output directory's name)."),
+    mapping: str | None = typer.Option(
+        None, "--map", help="jsonl only: field=source_field pairs, e.g. question=q,choices=opts,answer=ans,aliases=alts."
+    ),
+    max_choices: int | None = typer.Option(
+        None, "--max-choices", help="truthfulqa-mc1-json: keep the correct option and the first others up to N."
+    ),
+    description: str | None = typer.Option(None, "--description", help="Suite description."),
+    license_: str = typer.Option("", "--license", help="License of the imported content."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing suite directory."),
+) -> None:
+    """Import MMLU CSV, TriviaQA JSON, TruthfulQA MC1 JSON or mapped JSONL into a suite directory."""
+    if mapping and fmt is not ImportFormat.JSONL:
+        raise UsageError(f"--map: only the jsonl format takes a field mapping, not {fmt.value}")
+    field_map = FieldMap.parse(mapping)
+    path, count = import_suite(fmt, src, out, name=name, mapping=field_map, max_choices=max_choices,
+                               force=force, description=description, license=license_)
+    typer.echo(f"wrote {path} ({count} questions); check it with: probe suites validate {path}")
