@@ -417,7 +417,7 @@ def parse_jsonl(text: str, path: str, mapping: FieldMap | None = None) -> list[Q
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             what = "truncated last line" if number == len(lines) and not complete else "invalid JSON"
-            problems.append(f"{where}: (line): {what} ({e.msg} at column {e.colno})")
+            problems.append(f"{where}: (line): {what} ({e.msg}; column {e.colno})")
             continue
         if not isinstance(obj, dict):
             problems.append(f"{where}: (line): expected a JSON object, got {type(obj).__name__}")

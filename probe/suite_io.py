@@ -80,7 +80,7 @@ def read_questions(path: Path) -> tuple[list[Question], list[str]]:
         except json.JSONDecodeError as e:
             last = number == len(lines)
             what = "truncated last line" if last and not ends_with_newline else "invalid JSON"
-            problems.append(f"{where}: (line): {what} ({e.msg} at column {e.colno})")
+            problems.append(f"{where}: (line): {what} ({e.msg}; column {e.colno})")
             continue
         if not isinstance(obj, dict):
             problems.append(f"{where}: (line): expected a JSON object, got {type(obj).__name__}")
