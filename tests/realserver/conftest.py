@@ -30,9 +30,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         reporter.write_line(
             "realserver: checking llama-cpp-python[server] (the first install compiles llama.cpp, 15-25 min)"
         )
-    log = Path(session.config.cache.mkdir("realserver")) / "pip-install.log" if session.config.cache else None
     try:
-        took = ensure_installed(sys.executable, log)
+        took = ensure_installed(sys.executable)
     except ServerError as exc:
         _install_error = str(exc)
         return

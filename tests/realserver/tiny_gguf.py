@@ -50,12 +50,19 @@ MERGES: tuple[tuple[str, str], ...] = (
 # Output bias per token text (before the network's own, context-dependent contribution).
 LABEL_BIAS: dict[str, float] = {
     **{t: 6.0 for t in ("A", "B", "C", "D", " A", " B", " C", " D")},
-    **{t: 5.5 for t in ("Yes", "No", " Yes", " No")},
+    **{t: 4.5 for t in ("Yes", "No", " Yes", " No")},
     **{t: 3.0 for t in "0123456789"},
     **{" " + d: 3.0 for d in "0123456789"},
     "10": 3.0, "100": 3.0,
 }
 BIAS_CHANNEL = 4.0  # constant value of residual dimension 0
+# Standard deviations of the seeded normal weights.
+EMBD_STD = 1.0
+QK_STD = 0.5  # sharp attention: the answer depends on a few prompt tokens
+VO_STD = 0.125  # ~1/sqrt(N_EMBD): each layer adds about as much as the embedding holds
+FFN_STD = 0.125
+OUT_STD = 0.2
+BIAS_GAIN = 1.5  # output weight on the bias channel per unit of LABEL_BIAS
 
 
 def byte_to_unicode() -> dict[int, str]:
@@ -139,25 +146,25 @@ def build_weights(vocab: TinyVocab, seed: int = DEFAULT_SEED) -> dict[str, np.nd
         w[0, :] = 0.0  # row 0 of an output projection feeds residual dimension 0
         return w
 
-    embd = normal((n_vocab, N_EMBD), 1.0)
+    embd = normal((n_vocab, N_EMBD), EMBD_STD)
     embd[:, 0] = BIAS_CHANNEL
     weights: dict[str, np.ndarray] = {"token_embd.weight": embd}
     for layer in range(N_LAYER):
         p = f"blk.{layer}."
         weights[p + "attn_norm.weight"] = np.ones(N_EMBD, dtype=np.float32)
-        weights[p + "attn_q.weight"] = normal((N_EMBD, N_EMBD), 0.5)
-        weights[p + "attn_k.weight"] = normal((N_EMBD, N_EMBD), 0.5)
-        weights[p + "attn_v.weight"] = normal((N_EMBD, N_EMBD), 0.3)
-        weights[p + "attn_output.weight"] = no_write_to_bias_channel(normal((N_EMBD, N_EMBD), 0.3))
+        weights[p + "attn_q.weight"] = normal((N_EMBD, N_EMBD), QK_STD)
+        weights[p + "attn_k.weight"] = normal((N_EMBD, N_EMBD), QK_STD)
+        weights[p + "attn_v.weight"] = normal((N_EMBD, N_EMBD), VO_STD)
+        weights[p + "attn_output.weight"] = no_write_to_bias_channel(normal((N_EMBD, N_EMBD), VO_STD))
         weights[p + "ffn_norm.weight"] = np.ones(N_EMBD, dtype=np.float32)
-        weights[p + "ffn_gate.weight"] = normal((N_FF, N_EMBD), 0.2)
-        weights[p + "ffn_up.weight"] = normal((N_FF, N_EMBD), 0.2)
-        weights[p + "ffn_down.weight"] = no_write_to_bias_channel(normal((N_EMBD, N_FF), 0.2))
+        weights[p + "ffn_gate.weight"] = normal((N_FF, N_EMBD), FFN_STD)
+        weights[p + "ffn_up.weight"] = normal((N_FF, N_EMBD), FFN_STD)
+        weights[p + "ffn_down.weight"] = no_write_to_bias_channel(normal((N_EMBD, N_FF), FFN_STD))
     weights["output_norm.weight"] = np.ones(N_EMBD, dtype=np.float32)
-    out = normal((n_vocab, N_EMBD), 0.25)
+    out = normal((n_vocab, N_EMBD), OUT_STD)
     out[:, 0] = 0.0
     for text, bias in LABEL_BIAS.items():
-        out[vocab.id_of(text), 0] = bias / BIAS_CHANNEL
+        out[vocab.id_of(text), 0] = bias * BIAS_GAIN
     weights["output.weight"] = out
     return weights
 
