@@ -8,7 +8,9 @@ import typer
 
 from probe import __version__
 from probe.cli._common import err_console
+from probe.cli.calibrate import app as calibrate_app
 from probe.cli.providers import app as providers_app
+from probe.cli.report import report
 from probe.cli.run import demo, export, run
 from probe.cli.suites import app as suites_app
 from probe.completion import ConfigError
@@ -28,6 +30,8 @@ app.add_typer(providers_app, name="providers")
 app.command("run")(run)
 app.command("export")(export)
 app.command("demo")(demo)
+app.command("report")(report)
+app.add_typer(calibrate_app, name="calibrate")
 
 
 def _version(value: bool) -> None:
