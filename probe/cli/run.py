@@ -128,15 +128,15 @@ def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry
         providers = open_providers(spec)  # fails on a missing key before anything is spent
         supports_n = {m: p.capabilities.supports_n for m, p in providers.items()}
         asyncio.run(close_providers(providers))
-        lines = estimate(plan, supports_n)
+        costs = estimate(plan, supports_n)
         if json_out:
-            print_json({"units": len(plan.units), "plan": [x.model_dump() for x in lines]})
+            print_json({"units": len(plan.units), "plan": [x.model_dump() for x in costs]})
         else:
             t = Table("model", "source", "calls", "≈ input tokens", "≤ output tokens", title="dry run: nothing sent")
-            for x in lines:
+            for x in costs:
                 t.add_row(x.model, x.source, str(x.calls), str(x.input_tokens), str(x.output_tokens))
             console.print(t)
-            console.print(f"{len(plan.units)} items × variants; calls before cache: {sum(x.calls for x in lines)}")
+            console.print(f"{len(plan.units)} items × variants; calls before cache: {sum(x.calls for x in costs)}")
         return None
     if resume:
         try:

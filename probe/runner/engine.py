@@ -27,9 +27,7 @@ from probe.record import Record, Sampling, Source
 from probe.runner.plan import VERBAL_FORMS, Unit
 from probe.runner.spec import RunSpec
 from probe.storage import Store
-from providers import Provider
-from providers.limits import AdaptiveLimiter
-from providers.retry import RetryPolicy, call_with_retry
+from providers import LimiterPool, Provider, RetryPolicy, call_with_retry
 
 CACHE_TAG = "k1"
 ANSWER_MAX_TOKENS = {"mc": 5, "short": 24}
@@ -81,11 +79,9 @@ class Engine:
         self.progress = Progress()
         self.on_progress = on_progress
         self.model_ids: dict[str, str] = {}
-        self.limiters: dict[str, AdaptiveLimiter] = {}
+        self.limiters = LimiterPool(default_concurrency=spec.concurrency)
         for cfg in spec.models:
-            p = providers[cfg.model]
-            if p.connection_key not in self.limiters:
-                self.limiters[p.connection_key] = AdaptiveLimiter(cfg.concurrency or spec.concurrency)
+            self.limiters.for_provider(providers[cfg.model])
 
     # -- calls ----------------------------------------------------------------------------
     async def _call(self, provider: Provider, req: ChatRequest, sample: int = 0) -> Outcome:
@@ -95,22 +91,9 @@ class Engine:
             if cached is not None:
                 self.progress.cache_hits += 1
                 return Outcome(cached, None, key, req)
-        limiter = self.limiters[provider.connection_key]
-
-        async def attempt(r: ChatRequest) -> Completion:
-            async with limiter:
-                try:
-                    result = await provider.complete(r)
-                except ProviderError as e:
-                    if e.failure.kind == "rate_limit":
-                        limiter.on_rate_limit()
-                    raise
-                limiter.on_success()
-                return result
-
         self.progress.calls += 1
         try:
-            completion = await call_with_retry(attempt, req, self.policy)
+            completion = await call_with_retry(provider, req, self.policy, limiter=self.limiters.for_provider(provider))
         except ProviderError as e:
             self.progress.errors += 1
             return Outcome(None, e.failure, key, req)
@@ -136,11 +119,11 @@ class Engine:
             request_hash=outcomes[-1].key if outcomes else None, created_at=datetime.now(UTC),
         )
         if failure is not None:
-            return Record(status=f"error:{failure.kind}", error=failure.message, **common)  # type: ignore[arg-type]
+            return Record(status=f"error:{failure.kind}", error=failure.message, **common)
         assert ext is not None
         ok = ext.status == "ok"
         return Record(status=ext.status, answer=ext.answer, correct=correct if ok else None,
-                      confidence=ext.confidence if ok else None, detail=ext.detail, **common)  # type: ignore[arg-type]
+                      confidence=ext.confidence if ok else None, detail=ext.detail, **common)
 
     def _grade(self, unit: Unit, prompt: RenderedPrompt, answer: str | None) -> tuple[bool | None, int | None]:
         q = unit.question
@@ -280,7 +263,7 @@ class Engine:
     async def run(self, units: list[Unit]) -> None:
         """Run the units (those already done are filtered out by the caller)."""
         self.progress.units_total = len(units)
-        sem = asyncio.Semaphore(max(64, 4 * max(lim.limit for lim in self.limiters.values())))
+        sem = asyncio.Semaphore(max(64, 4 * self.spec.concurrency))
 
         async def one(unit: Unit) -> None:
             async with sem:

@@ -84,7 +84,7 @@ def estimate(plan: Plan, supports_n: Mapping[str, bool]) -> list[CostLine]:
             add(u.model, "ptrue", 1, sum(len(m.content) for m in pp.messages), ANSWER_MAX_TOKENS["mc"])
         if "verbal" in u.sources:
             for form in ("numeric", "linguistic"):
-                vp = verbal_prompt(u.question, u.variant, form)  # type: ignore[arg-type]
+                vp = verbal_prompt(u.question, u.variant, form)
                 add(u.model, "verbal", 1, sum(len(m.content) for m in vp.messages), VERBAL_MAX_TOKENS)
         if "consistency" in u.sources:
             calls = 1 if supports_n.get(u.model, False) else k
