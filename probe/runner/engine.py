@@ -64,13 +64,32 @@ class Outcome:
     failure: CallFailure | None
     key: str
     request: ChatRequest
+    pending: bool = False
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A request not in the cache, collected instead of sent (batch mode)."""
+
+    model: str
+    key: str
+    request: ChatRequest
+    sample: int
 
 
 class Engine:
     """Runs units for one run id. Providers are created by the caller and closed by it."""
 
     def __init__(self, store: Store, run_id: str, spec: RunSpec, providers: dict[str, Provider],
-                 policy: RetryPolicy, on_progress: Callable[[Progress], None] | None = None) -> None:
+                 policy: RetryPolicy, on_progress: Callable[[Progress], None] | None = None, *,
+                 collect_only: bool = False,
+                 known_failure: Callable[[str], CallFailure | None] | None = None) -> None:
+        """``collect_only``: cache misses are not sent but listed in ``self.pending`` (batch mode), and
+        units waiting on them write no records yet; ``known_failure(key)`` supplies failures recorded
+        elsewhere (a batch line that errored), which become records like live failures."""
+        self.collect_only = collect_only
+        self.known_failure = known_failure
+        self.pending: list[PendingCall] = []
         self.store = store
         self.run_id = run_id
         self.spec = spec
@@ -91,6 +110,13 @@ class Engine:
             if cached is not None:
                 self.progress.cache_hits += 1
                 return Outcome(cached, None, key, req)
+        if self.known_failure is not None:
+            failed = self.known_failure(key)
+            if failed is not None:
+                return Outcome(None, failed, key, req)
+        if self.collect_only:
+            self.pending.append(PendingCall(model=provider.spec.name, key=key, request=req, sample=sample))
+            return Outcome(None, None, key, req, pending=True)
         self.progress.calls += 1
         try:
             completion = await call_with_retry(provider, req, self.policy, limiter=self.limiters.for_provider(provider))
@@ -150,6 +176,8 @@ class Engine:
             req = ChatRequest(messages=prompt.messages, max_tokens=answer_max, temperature=0.0,
                               logprobs=True, top_logprobs=spec.top_logprobs)
             a = await self._call(provider, req)
+            if a.pending:
+                return out
             ext: Extracted | None = None
             correct: bool | None = None
             if a.completion is not None:
@@ -162,7 +190,9 @@ class Engine:
             if "token" in want:
                 out.append(self._record(unit, "token", v.id, [a], ext, correct, lp_sampling))
             if "ptrue" in want:
-                out.append(await self._ptrue(unit, a, ext, correct, prompt, lp_sampling))
+                pt = await self._ptrue(unit, a, ext, correct, prompt, lp_sampling)
+                if pt is not None:
+                    out.append(pt)
             return out
 
         if want & {"token", "ptrue"}:
@@ -180,7 +210,7 @@ class Engine:
         return records
 
     async def _ptrue(self, unit: Unit, a: Outcome, ext: Extracted | None, correct: bool | None,
-                     prompt: RenderedPrompt, sampling: Sampling) -> Record:
+                     prompt: RenderedPrompt, sampling: Sampling) -> Record | None:
         q, v = unit.question, unit.variant
         if a.completion is None or ext is None:
             return self._record(unit, "ptrue", v.id, [a], None, None, sampling)
@@ -203,6 +233,8 @@ class Engine:
         req = ChatRequest(messages=p_prompt.messages, max_tokens=ANSWER_MAX_TOKENS["mc"], temperature=0.0,
                           logprobs=True, top_logprobs=self.spec.top_logprobs)
         b = await self._call(self.providers[unit.model], req)
+        if b.pending:
+            return None
         pext = ptrue(b.completion.first, proposed) if b.completion is not None else None
         return self._record(unit, "ptrue", v.id, [b], pext, correct, sampling)
 
@@ -212,6 +244,8 @@ class Engine:
         sampling = Sampling(temperature=0.0, max_tokens=VERBAL_MAX_TOKENS)
         req = ChatRequest(messages=prompt.messages, max_tokens=VERBAL_MAX_TOKENS, temperature=0.0)
         o = await self._call(self.providers[unit.model], req)
+        if o.pending:
+            return []
         ext = None
         correct = None
         if o.completion is not None:
@@ -242,6 +276,8 @@ class Engine:
                                 seed=i) for i in range(got, k)]
             outcomes += await asyncio.gather(*(self._call(provider, r, i) for i, r in zip(range(got, k), reqs,
                                                                                          strict=True)))
+        if any(o.pending for o in outcomes):
+            return []
         if any(o.failure for o in outcomes):
             return [self._record(unit, "consistency", v.id, outcomes, None, None, sampling)]
         texts = [c.text for o in outcomes if o.completion for c in o.completion.choices][:k]
