@@ -179,6 +179,15 @@ class LlamaServer:
             with contextlib.suppress(OSError):
                 log.close()
 
+    def requests_seen(self, method: str = "POST", path: str = "/v1/chat/completions") -> int:
+        """How many requests to ``path`` the server's access log shows so far."""
+        needle = f'"{method} {path} HTTP/'
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return 0
+        return sum(1 for line in text.splitlines() if needle in line)
+
     def log_tail(self, lines: int = 40) -> str:
         return _tail(self.log_path, lines)
 
