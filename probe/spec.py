@@ -35,8 +35,10 @@ class ModelSpec(BaseModel):
             raise ModelSpecError(
                 f"model {text!r} has no provider: write it as provider/model, e.g. openai/gpt-4.1-mini"
             )
-        if not model or model.strip() != model:
+        if not model:
             raise ModelSpecError(f"model {text!r} has an empty model name after {provider + '/'!r}")
+        if model.strip() != model:
+            raise ModelSpecError(f"model {text!r}: the model name starts or ends with white space")
         provider = provider.lower()
         if not _PROVIDER_RE.match(provider):
             raise ModelSpecError(f"model {text!r}: provider {provider!r} is not a valid provider name")
