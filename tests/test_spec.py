@@ -35,7 +35,7 @@ def test_parse(text: str, provider: str, model: str) -> None:
         ("/gpt-4.1-mini", "has no provider"),
         ("", "has no provider"),
         ("openai/", "empty model name"),
-        ("openai/ gpt-4o", "empty model name"),
+        ("openai/ gpt-4o", "white space"),
         ("open ai/gpt-4o", "not a valid provider name"),
         ("9lives/model", "not a valid provider name"),
         ("open_ai/gpt-4o", "not a valid provider name"),
