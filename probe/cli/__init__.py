@@ -12,6 +12,7 @@ from probe.cli.calibrate import app as calibrate_app
 from probe.cli.providers import app as providers_app
 from probe.cli.report import report
 from probe.cli.run import demo, export, run
+from probe.cli.sim import app as sim_app
 from probe.cli.suites import app as suites_app
 from probe.completion import ConfigError
 from probe.errors import Failure, UsageError
@@ -26,6 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(suites_app, name="suites")
+app.add_typer(sim_app, name="sim")
 app.add_typer(providers_app, name="providers")
 app.command("run")(run)
 app.command("export")(export)

@@ -1,0 +1,158 @@
+"""The ground truth: for every item and confidence source, what a persona reports and the true
+probability that the answer behind it is right (pure).
+
+* token: reported option probability (mc, after merging label forms and renormalizing over the
+  options) or mean token probability of the answer span (short; every token has the same
+  probability, so it equals the reported probability of the answer) = f(p); true P(right) = p.
+* ptrue: P(True) for its own greedy answer = persona.p_true(p); true P(right) = p.
+* verbal (numeric, linguistic): the stated confidence for its greedy answer; true P(right) = p.
+* consistency: K samples at temperature T from the persona's sampling distribution, the answer
+  is the majority (ties: first seen), confidence = its share. Exact over all count vectors when
+  there are at most 200,000 of them (a seeded Monte Carlo of 200,000 draws otherwise): the
+  expected confidence, P(majority right), and per number m of agreeing samples P(m) and
+  P(right | m), the truth behind a reported m/K.
+
+Sources a persona cannot report (token and ptrue without logprobs) are ``available: false``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from probe.prompts import HEDGES
+from probe.sim._items import ItemState
+from probe.sim._knowledge import Knowledge
+from probe.sim._personas import Persona, hedge_for
+from probe.sim._rng import uniform
+from probe.sim._tokens import tokenize
+from probe.suite import Question, Suite
+
+MAX_EXACT = 200_000
+MONTE_CARLO_DRAWS = 200_000
+
+
+class AgreementTruth(BaseModel):
+    """Consistency: the chance of m agreeing samples, and of a right answer given m."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agreeing: int = Field(description="Samples agreeing with the majority answer (m).")
+    probability: float = Field(description="P(m).")
+    p_right: float | None = Field(description="P(majority answer right | m); None when P(m) = 0.")
+
+
+class SourceTruth(BaseModel):
+    """What one source reports for an item and how likely the answer behind it is right."""
+
+    model_config = ConfigDict(frozen=True)
+
+    available: bool = Field(description="Whether the persona can report this source at all.")
+    confidence: float | None = Field(default=None, description="Reported confidence (consistency: expected).")
+    p_right: float | None = Field(default=None, description="True probability that the scored answer is right.")
+    text: str | None = Field(default=None, description="verbal: the confidence as written.")
+    joint_prob: float | None = Field(default=None, description="token, short answers: joint probability.")
+    by_agreeing: tuple[AgreementTruth, ...] | None = Field(default=None, description="consistency: per m.")
+    exact: bool = Field(default=True, description="False when computed by Monte Carlo.")
+
+
+class ItemTruth(BaseModel):
+    """Ground truth of one item for one persona."""
+
+    model_config = ConfigDict(frozen=True)
+
+    suite: str = Field(description="Suite name.")
+    item_id: str = Field(description="Question id.")
+    kind: str = Field(description="mc or short.")
+    persona: str = Field(description="Persona name.")
+    seed: int = Field(description="Simulator seed.")
+    latent_p: float = Field(description="Probability that the greedy answer is right.")
+    answer: str = Field(description="The greedy (temperature 0) answer: option text or answer text.")
+    answer_choice: int | None = Field(description="mc: original index of the greedy answer.")
+    right: bool = Field(description="Whether the greedy answer is right (the realized draw).")
+    token: SourceTruth
+    ptrue: SourceTruth
+    verbal_numeric: SourceTruth
+    verbal_linguistic: SourceTruth
+    consistency: SourceTruth
+
+
+def item_truth(state: ItemState, persona: Persona, *, suite: str, question: Question, seed: int,
+               samples: int = 5, temperature: float = 1.0) -> ItemTruth:
+    p = state.p
+    greedy = state.candidates[state.greedy]
+    c = state.reported(persona)[state.greedy]
+    if persona.logprobs:
+        joint = c ** len(tokenize(greedy.text)) if state.kind == "short" else None
+        token = SourceTruth(available=True, confidence=c, p_right=p, joint_prob=joint)
+        ptrue = SourceTruth(available=True, confidence=persona.p_true(p), p_right=p)
+    else:
+        token = ptrue = SourceTruth(available=False)
+    percent = persona.verbal_percent(p, state.chance)
+    hedge = hedge_for(percent / 100.0, uniform(seed, state.key, "hedge"))
+    numeric = SourceTruth(available=True, confidence=percent / 100.0, p_right=p, text=f"{percent}%")
+    linguistic = SourceTruth(available=True, confidence=HEDGES[hedge], p_right=p, text=hedge)
+    correct = [bool(cand.correct) for cand in state.candidates]
+    cons = consistency_truth(state.sampling(persona, temperature), correct, samples,
+                             seed=int(uniform(seed, state.key, "mc") * 2**31))
+    return ItemTruth(suite=suite, item_id=question.id, kind=state.kind, persona=persona.name, seed=seed,
+                     latent_p=p, answer=greedy.text, answer_choice=greedy.choice, right=bool(greedy.correct),
+                     token=token, ptrue=ptrue, verbal_numeric=numeric, verbal_linguistic=linguistic,
+                     consistency=cons)
+
+
+def suite_truth(suite: Suite, persona: Persona, *, seed: int = 0, samples: int = 5,
+                temperature: float = 1.0, knowledge: Knowledge | None = None) -> list[ItemTruth]:
+    """Truth for every item of ``suite``."""
+    kb = knowledge or Knowledge([suite], seed=seed)
+    return [item_truth(kb.state(q, suite.name), persona, suite=suite.name, question=q, seed=kb.seed,
+                       samples=samples, temperature=temperature) for q in suite.questions]
+
+
+def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total, -1, -1):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first, *rest)
+
+
+def consistency_truth(dist: Sequence[float], correct: Sequence[bool], k: int, *, seed: int = 0) -> SourceTruth:
+    """Majority vote over ``k`` samples from ``dist``: expected share, P(right), per-m truth."""
+    n = len(dist)
+    p_m = [0.0] * (k + 1)
+    right_m = [0.0] * (k + 1)
+    exact = math.comb(k + n - 1, n - 1) <= MAX_EXACT
+    if exact:
+        logs = [math.log(q) if q > 0 else -math.inf for q in dist]
+        lk = math.lgamma(k + 1)
+        for comp in _compositions(k, n):
+            lp = lk
+            for c, lq in zip(comp, logs, strict=True):
+                if c:
+                    lp += c * lq - math.lgamma(c + 1)
+            if lp == -math.inf:
+                continue
+            prob = math.exp(lp)
+            best = max(comp)
+            tied = [i for i, c in enumerate(comp) if c == best]
+            p_m[best] += prob
+            right_m[best] += prob * sum(correct[i] for i in tied) / len(tied)
+    else:
+        rng = np.random.default_rng(seed)
+        counts = rng.multinomial(k, np.asarray(dist) / np.sum(dist), size=MONTE_CARLO_DRAWS)
+        best = counts.max(axis=1)
+        is_best = counts == best[:, None]
+        share_right = (is_best & np.asarray(correct)[None, :]).sum(axis=1) / is_best.sum(axis=1)
+        p_m = list(np.bincount(best, minlength=k + 1) / MONTE_CARLO_DRAWS)
+        right_m = list(np.bincount(best, weights=share_right, minlength=k + 1) / MONTE_CARLO_DRAWS)
+    by = tuple(AgreementTruth(agreeing=m, probability=float(p_m[m]),
+                              p_right=float(right_m[m] / p_m[m]) if p_m[m] > 0 else None)
+               for m in range(1, k + 1))
+    expected = math.fsum(m / k * p_m[m] for m in range(k + 1))
+    return SourceTruth(available=True, confidence=float(expected), p_right=float(math.fsum(right_m)),
+                       by_agreeing=by, exact=exact)
