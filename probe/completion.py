@@ -14,10 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field
 LogprobState = Literal["available", "partial", "unavailable"]
 UnavailableReason = Literal["provider_has_none", "model_refused", "endpoint_dropped", "not_requested"]
 ErrorKind = Literal[
-    "rate_limit", "quota", "overloaded", "transient", "auth", "bad_request", "refusal", "malformed"
+    "rate_limit", "quota", "overloaded", "transient", "auth", "bad_request", "refusal", "malformed",
+    "expired", "canceled",  # batch lines the vendor's batch engine did not run (24 h window, cancellation)
 ]
 ERROR_KINDS: tuple[ErrorKind, ...] = (
     "rate_limit", "quota", "overloaded", "transient", "auth", "bad_request", "refusal", "malformed",
+    "expired", "canceled",
 )
 
 

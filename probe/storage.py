@@ -94,6 +94,51 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX alerts_created ON alerts(created_at)
         """,
     ),
+    (
+        "0003_batch_submissions",
+        """
+        CREATE TABLE batch_runs (
+            run_id TEXT PRIMARY KEY,
+            models TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE batches (
+            local_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vendor TEXT NOT NULL,
+            batch_id TEXT UNIQUE,
+            stage INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            vendor_status TEXT,
+            requests INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            data TEXT NOT NULL
+        );
+        CREATE INDEX batches_run ON batches(run_id, state);
+        CREATE TABLE batch_requests (
+            local_id TEXT NOT NULL REFERENCES batches(local_id),
+            custom_id TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            cache_key TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            outcome TEXT,
+            failure TEXT,
+            retired INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (local_id, custom_id)
+        );
+        CREATE INDEX batch_requests_key ON batch_requests(run_id, cache_key);
+        CREATE TABLE batch_learned (
+            run_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            logprobs_refused INTEGER NOT NULL,
+            dropped TEXT NOT NULL,
+            PRIMARY KEY (run_id, model)
+        )
+        """,
+    ),
 ]
 
 
