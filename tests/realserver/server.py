@@ -10,7 +10,8 @@ Used by the pytest fixtures in ``conftest.py`` and by ``scripts/realserver.sh``:
   launches ``python -m llama_cpp.server`` on a free port, waits for ``/v1/models`` and returns the
   base URL; ``stop()`` terminates it. Its stdout/stderr go to a log file shown on failure.
 
-``python -m tests.realserver.server [--api-key KEY]`` runs one in the foreground (Ctrl-C stops it).
+``python -m tests.realserver.server [--api-key KEY]`` runs one in the foreground; Ctrl-C or SIGTERM stops
+it and its server.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -214,6 +216,8 @@ def main(argv: list[str]) -> int:
     print(f"llama-cpp-python ready ({took:.0f}s spent installing)", flush=True)
     if args.install_only:
         return 0
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # background jobs ignore SIGINT otherwise
+        signal.signal(sig, _interrupt)
     with tempfile.TemporaryDirectory(prefix="probe-realserver-") as tmp:
         model = write_tiny_gguf(Path(tmp) / "tiny.gguf")
         with running_server(model, Path(tmp) / "server.log", api_key=args.api_key) as server:
@@ -222,6 +226,10 @@ def main(argv: list[str]) -> int:
                 while True:
                     time.sleep(3600)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
