@@ -9,6 +9,9 @@ import typer
 from probe import __version__
 from probe.cli._common import err_console
 from probe.cli.calibrate import app as calibrate_app
+from probe.cli.compare import compare
+from probe.cli.history import history
+from probe.cli.plot import plot
 from probe.cli.providers import app as providers_app
 from probe.cli.report import report
 from probe.cli.run import demo, export, run
@@ -34,6 +37,9 @@ app.command("export")(export)
 app.command("demo")(demo)
 app.command("report")(report)
 app.add_typer(calibrate_app, name="calibrate")
+app.command("compare")(compare)
+app.command("history")(history)
+app.command("plot")(plot)
 
 
 def _version(value: bool) -> None:
