@@ -17,6 +17,7 @@ from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from probe.cli._common import console, err_console
 from probe.errors import UsageError
 from probe.record import Record
+from probe.reports import render_run_report
 from probe.storage import DEFAULT_DB, RunInfo, Store
 
 FORMATS = ("table", "json", "html")
@@ -129,13 +130,13 @@ def report(
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt_name!r}")
     if binning not in BINNINGS:
         raise UsageError(f"--binning must be width or mass, not {binning!r}")
-    if fmt_name == "html":
-        raise UsageError("HTML reports are not available yet; use --format table or --format json")
     info, records = load_run(db, run_id)
     rep = build_report(info, records, bins=bins, binning="width" if binning == "width" else "mass",
                        resamples=resamples, seed=seed)
     if fmt_name == "json":
         text = json.dumps(rep.model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    elif fmt_name == "html":
+        text = render_run_report(info, records, report=rep)
     else:
         tty_width = console.width if output is None and sys.stdout.isatty() else None
         text = render_table(rep, curves=curves, width=tty_width)

@@ -135,10 +135,12 @@ def run_page(info: RunInfo, rep: RunReport, n_records: int) -> RunPage:
     )
 
 
-def render_run_report(info: RunInfo, records: list[Record], *, bins: int = 10, binning: Binning = "width",
-                      resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> str:
-    """The self-contained HTML report of a run, as text."""
-    rep = build_report(info, records, bins=bins, binning=binning, resamples=resamples, seed=seed)
+def render_run_report(info: RunInfo, records: list[Record], *, report: RunReport | None = None, bins: int = 10,
+                      binning: Binning = "width", resamples: int = DEFAULT_RESAMPLES,
+                      seed: int = DEFAULT_SEED) -> str:
+    """The self-contained HTML report of a run, as text (``report``: an already built analysis of these
+    records; otherwise it is built with the given options)."""
+    rep = report or build_report(info, records, bins=bins, binning=binning, resamples=resamples, seed=seed)
     return render("report.html.jinja", page=run_page(info, rep, len(records)))
 
 
