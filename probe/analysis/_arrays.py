@@ -103,3 +103,16 @@ class Sorted:
     @cached_property
     def group_values(self) -> FloatArray:
         return self.conf[self.group_starts]
+
+    def correct_before(self, positions: IntArray) -> FloatArray:
+        """Correct count among the first p sorted records, a tie group counted in proportion when p
+        cuts through it (so the result does not depend on the input order of tied records)."""
+        pos = np.asarray(positions, dtype=np.float64)
+        if self.n == 0:
+            return np.zeros(pos.shape)
+        ends = (self.group_starts + self.group_counts).astype(np.float64)
+        cum = np.cumsum(self.group_correct)
+        g = np.minimum(np.searchsorted(ends, pos, side="left"), ends.size - 1)
+        before = cum[g] - self.group_correct[g]
+        share = (pos - self.group_starts[g]) / self.group_counts[g]
+        return np.where(pos <= 0, 0.0, before + share * self.group_correct[g])

@@ -102,8 +102,9 @@ def wilson(successes: FloatArray, n: IntArray | FloatArray, z: float = Z95) -> t
         denom = 1.0 + z * z / n_f
         center = (p + z * z / (2.0 * n_f)) / denom
         half = z * np.sqrt(p * (1.0 - p) / n_f + z * z / (4.0 * n_f * n_f)) / denom
-    lo = np.where(n_f > 0, np.clip(center - half, 0.0, 1.0), np.nan)
-    hi = np.where(n_f > 0, np.clip(center + half, 0.0, 1.0), np.nan)
+    # exact ends: no successes → lower bound 0, all successes → upper bound 1
+    lo = np.where(n_f > 0, np.where(s <= 0, 0.0, np.clip(center - half, 0.0, 1.0)), np.nan)
+    hi = np.where(n_f > 0, np.where(s >= n_f, 1.0, np.clip(center + half, 0.0, 1.0)), np.nan)
     return lo, hi
 
 
@@ -120,7 +121,12 @@ def width_table(conf: FloatArray, correct: FloatArray, bins: int) -> BinTable:
 
 
 def mass_table(s: Sorted, bins: int) -> BinTable:
-    """Equal-mass bins over records sorted stably by confidence (array_split sizes)."""
+    """Equal-mass bins over records sorted stably by confidence (array_split sizes).
+
+    A run of equal confidences that a cut goes through is shared between the two bins in
+    proportion (each bin gets its records at the run's accuracy): without ties this is exactly
+    the stable-sort result, with ties it no longer depends on the order the records came in.
+    """
     sizes = split_sizes(s.n, bins)
     label = np.repeat(np.arange(bins), sizes)
     starts = np.cumsum(sizes) - sizes
@@ -132,5 +138,5 @@ def mass_table(s: Sorted, bins: int) -> BinTable:
     return BinTable(
         lo=lo, hi=hi, n=sizes,
         conf_sum=wsum(label, s.conf, bins),
-        correct_sum=wsum(label, s.correct, bins),
+        correct_sum=np.diff(s.correct_before(np.concatenate([[0], np.cumsum(sizes)]))),
     )
