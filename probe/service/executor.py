@@ -93,7 +93,7 @@ def create_run_for(store: Store, spec: RunSpec, run_id: str, clock: Clock) -> Ru
 
 
 def create_fire_run(store: Store, fire: Fire, clock: Clock) -> RunInfo:
-    """The run row of a claimed fire (from its schedule's run spec)."""
+    """The run row of a claimed fire: its schedule's run spec, with the response cache bypassed."""
     try:
         sched = get_schedule(store, fire.schedule_id)
     except KeyError:
@@ -101,7 +101,8 @@ def create_fire_run(store: Store, fire: Fire, clock: Clock) -> RunInfo:
                        message=f"schedule {fire.schedule_id} was removed before its run was created")
         store.create_run(info)
         return info
-    return create_run_for(store, sched.run, fire.run_id, clock)
+    # a re-measurement must ask again: served from the response cache, a changed model would go unseen
+    return create_run_for(store, sched.run.model_copy(update={"refresh": True}), fire.run_id, clock)
 
 
 def ensure_run(store: Store, run_id: str, clock: Clock) -> RunInfo:
