@@ -15,6 +15,8 @@ from probe.cli.plot import plot
 from probe.cli.providers import app as providers_app
 from probe.cli.report import report
 from probe.cli.run import demo, export, run
+from probe.cli.schedule import app as schedule_app
+from probe.cli.serve import serve
 from probe.cli.sim import app as sim_app
 from probe.cli.suites import app as suites_app
 from probe.completion import ConfigError
@@ -35,6 +37,8 @@ app.add_typer(providers_app, name="providers")
 app.command("run")(run)
 app.command("export")(export)
 app.command("demo")(demo)
+app.command("serve")(serve)
+app.add_typer(schedule_app, name="schedule")
 app.command("report")(report)
 app.add_typer(calibrate_app, name="calibrate")
 app.command("compare")(compare)
