@@ -20,7 +20,7 @@ def test_every_provider_name_of_the_issue_is_known() -> None:
 
 
 def test_unknown_provider_is_a_config_error_naming_the_fallback() -> None:
-    with pytest.raises(ConfigError, match="unknown provider 'nope'.*OPENAI_COMPATIBLE_BASE_URL"):
+    with pytest.raises(ConfigError, match=r"unknown provider 'nope'.*OPENAI_COMPATIBLE_BASE_URL"):
         create_provider(ModelSpec.parse("nope/m"), env={})
 
 

@@ -111,6 +111,6 @@ def test_blocked_prompt_is_a_refusal_and_safety_finish_is_recorded(server: Loopb
 def test_missing_key_fails_before_any_request(server: LoopbackServer) -> None:
     from probe.completion import ConfigError
 
-    with pytest.raises(ConfigError, match="GOOGLE_API_KEY.*GEMINI_API_KEY"):
+    with pytest.raises(ConfigError, match=r"GOOGLE_API_KEY.*GEMINI_API_KEY"):
         create_provider(ModelSpec.parse("google/gemini-2.0-flash"), env={"GOOGLE_BASE_URL": server.url})
     assert server.received == []
