@@ -68,13 +68,19 @@ def test_report_json_and_output_file(cli: Cli, db: Path, tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("args", "message"), [
     (["report", "nope"], "no run 'nope'"),
-    (["report", "over-1", "--format", "html"], "HTML reports are not available yet"),
     (["report", "over-1", "--format", "xml"], "--format must be one of"),
     (["report", "over-1", "--binning", "log"], "--binning must be width or mass"),
 ])
 def test_report_user_errors_exit_2(cli: Cli, db: Path, args: list[str], message: str) -> None:
     code, _, err = cli(*args, "--db", str(db))
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_report_html_goes_through_the_same_analysis(cli: Cli, db: Path, tmp_path: Path) -> None:
+    target = tmp_path / "r.html"
+    code, _, _ = cli("report", "over-1", "--db", str(db), "--format", "html", "-o", str(target),
+                     "--resamples", "50")
+    assert code == 0 and "<html" in target.read_text(encoding="utf-8").lower()
 
 
 def test_report_missing_database(cli: Cli, tmp_path: Path) -> None:
