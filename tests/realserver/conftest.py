@@ -3,7 +3,7 @@
 These tests are deselected by default (``-m "not realserver"`` in pyproject's addopts); run them
 with ``python -m pytest -m realserver``. When any is selected, llama-cpp-python[server] is
 installed into this interpreter's environment first (outside the per-test timeout): the very first
-time that compiles llama.cpp (15-25 minutes on 2 cores), later it reuses pip's cached wheel.
+time that compiles llama.cpp (about 7 minutes on 2 cores), later it reuses pip's cached wheel.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(
-            "realserver: checking llama-cpp-python[server] (the first install compiles llama.cpp, 15-25 min)"
+            "realserver: checking llama-cpp-python[server] (the first install compiles llama.cpp: ~7 min on 2 idle cores)"
         )
     try:
         took = ensure_installed(sys.executable)

@@ -3,7 +3,7 @@
 Used by the pytest fixtures in ``conftest.py`` and by ``scripts/realserver.sh``:
 
 - ``ensure_installed()`` pip-installs ``llama-cpp-python[server]`` into the running interpreter's
-  environment if it is missing. The first install compiles llama.cpp (about 15-25 minutes on 2
+  environment if it is missing. The first install compiles llama.cpp (about 7 minutes on 2
   cores); pip caches the built wheel, so later installs (a fresh venv in CI) take seconds.
   ``CMAKE_ARGS=-DGGML_NATIVE=OFF`` makes the cached wheel portable across x86-64 machines.
 - ``LlamaServer`` writes nothing itself: give it a GGUF path (see ``tiny_gguf.py``); ``start()``

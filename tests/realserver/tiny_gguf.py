@@ -1,4 +1,4 @@
-"""Write a tiny llama-architecture GGUF model from scratch: no downloads, deterministic, ~0.3 MB.
+"""Write a tiny llama-architecture GGUF model from scratch: no downloads, deterministic, 0.48 MB.
 
 The model is real as far as llama.cpp is concerned — llama architecture, 2 layers, hidden size 64,
 4 heads, a byte-level BPE vocabulary (the 256 GPT-2 byte tokens, 21 merges, 3 control tokens) and
