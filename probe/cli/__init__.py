@@ -8,6 +8,7 @@ import typer
 
 from probe import __version__
 from probe.cli._common import err_console
+from probe.cli.batch import app as batch_app
 from probe.cli.calibrate import app as calibrate_app
 from probe.cli.compare import compare
 from probe.cli.history import history
@@ -41,6 +42,7 @@ app.command("serve")(serve)
 app.add_typer(schedule_app, name="schedule")
 app.command("report")(report)
 app.add_typer(calibrate_app, name="calibrate")
+app.add_typer(batch_app, name="batch")
 app.command("compare")(compare)
 app.command("history")(history)
 app.command("plot")(plot)

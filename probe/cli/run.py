@@ -18,7 +18,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from probe.batch import batch_models_for
 from probe.cli._common import console, err_console, print_json
+from probe.cli.batch import cost_json, print_costs, run_batch, warn_live_resume
 from probe.errors import UsageError
 from probe.runner.engine import Engine
 from probe.runner.engine import Progress as RunProgress
@@ -121,7 +123,8 @@ async def _execute_with_progress(plan: Plan, store: Store, info: RunInfo, show_p
         await close_providers(providers)
 
 
-def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry_run: bool) -> RunInfo | None:
+def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry_run: bool,
+                batch: bool = False) -> RunInfo | None:
     store = Store(db)
     plan = make_plan(spec)
     if dry_run:
@@ -130,14 +133,16 @@ def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry
         asyncio.run(close_providers(providers))
         costs = estimate(plan, supports_n)
         if json_out:
-            print_json({"units": len(plan.units), "plan": [x.model_dump() for x in costs]})
+            print_json({"units": len(plan.units), "plan": [x.model_dump() for x in costs], "cost": cost_json(costs)})
         else:
             t = Table("model", "source", "calls", "≈ input tokens", "≤ output tokens", title="dry run: nothing sent")
             for x in costs:
                 t.add_row(x.model, x.source, str(x.calls), str(x.input_tokens), str(x.output_tokens))
             console.print(t)
             console.print(f"{len(plan.units)} items × variants; calls before cache: {sum(x.calls for x in costs)}")
+            print_costs(costs)
         return None
+    batch_models = batch_models_for(spec, batch)  # a model without a batch engine fails here, before a run exists
     if resume:
         try:
             info = store.find_run(resume)
@@ -152,6 +157,10 @@ def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry
             info = existing
         else:
             info = new_run(plan, store)
+    if batch_models:
+        with simulator_if_needed(spec):
+            return run_batch(plan, store, info, batch_models, json_out, retry_failed=info.started_at is not None)
+    warn_live_resume(store, info.run_id)
     show = not json_out and sys.stderr.isatty()
     try:
         with simulator_if_needed(spec):
@@ -185,6 +194,8 @@ def run(
     resume: str | None = typer.Option(None, "--resume", help="Complete what is missing or failed in RUN_ID."),
     refresh: bool = typer.Option(False, "--refresh", help="Bypass the response cache."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print planned calls and token estimates; send nothing."),
+    batch: bool = typer.Option(False, "--batch", help="Submit through the vendors' batch engines (half price, "
+                               "≤ 24 h); collect with: probe batch collect RUN_ID."),
 ) -> None:
     """Ask suites of questions and record each model's confidence, four ways."""
     if resume and not (suite or model or config):
@@ -199,7 +210,7 @@ def run(
     else:
         spec = _spec_from_flags(suite, model, source, variant, limit, samples, temperature, concurrency,
                                 refresh, config)
-    run_command(spec, db, json_out, resume, dry_run)
+    run_command(spec, db, json_out, resume, dry_run, batch)
 
 
 def export(
