@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs
 
@@ -23,8 +21,19 @@ from fastapi.security import HTTPBearer
 from starlette.middleware import Middleware
 
 from probe import __version__
-from probe.analysis import RunReport, build_report
+from probe.analysis import POOLED, RunReport, build_report
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from probe.record import SOURCES
+from probe.reports import (
+    Comparison,
+    History,
+    build_comparison,
+    history_from_store,
+    make_entries,
+    render_comparison_html,
+    render_history_html,
+    render_run_report,
+)
 from probe.runner.spec import RunSpec
 from probe.service import prometheus, queries
 from probe.service.alerts import list_alerts
@@ -188,20 +197,91 @@ def create_app(config: ServiceConfig, runtime: Runtime | None = None) -> FastAPI
         return await rt.results.get((info.run_id, info.status, info.finished_at, *key), compute)
 
     @api.get("/runs/{run_id}/report", response_class=HTMLResponse, tags=["results"], responses={404: {}})
-    async def html_report(run_id: str) -> Response:
-        """The self-contained HTML report of the run."""
+    async def html_report(run_id: str, bins: Annotated[int, Query(ge=1, le=1000)] = 10,
+                          binning: Literal["width", "mass"] = "width",
+                          resamples: Annotated[int, Query(ge=1, le=100_000)] = DEFAULT_RESAMPLES,
+                          seed: int = DEFAULT_SEED) -> Response:
+        """The self-contained HTML report of the run (as `probe report --format html`)."""
         info = run_or_none(run_id)
         if info is None:
             return _not_found(f"no run {run_id!r}")
-        from probe.reports import write_html_report
 
         def work() -> bytes:
-            with tempfile.TemporaryDirectory(prefix="probe-report-") as tmp:
-                path = Path(tmp) / "report.html"
-                write_html_report(store, run_id, path)
-                return path.read_bytes()
+            html = render_run_report(info, store.records(run_id), bins=bins, binning=binning, resamples=resamples,
+                                     seed=seed)
+            return html.encode("utf-8")
 
-        return HTMLResponse(await cached(info, ("report",), work))
+        return HTMLResponse(await cached(info, ("report", bins, binning, resamples, seed), work))
+
+    # -- across runs ----------------------------------------------------------------------------
+    @api.get("/compare", response_model=Comparison, tags=["results"], responses={404: {}, 422: {}})
+    async def compare(runs: Annotated[str, Query(description="Comma-separated run ids.")],
+                      models: Annotated[str | None, Query(description="Comma-separated models (first = "
+                                                                      "baseline).")] = None,
+                      bins: Annotated[int, Query(ge=1, le=1000)] = 10, binning: Literal["width", "mass"] = "width",
+                      resamples: Annotated[int, Query(ge=1, le=100_000)] = DEFAULT_RESAMPLES,
+                      seed: int = DEFAULT_SEED, format: Literal["json", "html"] = "json") -> Response:
+        """Models side by side on shared items with paired differences (as `probe compare --format json`)."""
+        ids = list(dict.fromkeys(r.strip() for r in runs.split(",") if r.strip()))
+        infos = [run_or_none(r) for r in ids]
+        missing = [r for r, i in zip(ids, infos, strict=True) if i is None]
+        if missing:
+            return _not_found(f"no run {missing[0]!r}")
+        found = [i for i in infos if i is not None]
+        wanted = [m.strip() for m in models.split(",") if m.strip()] if models else None
+        if wanted is not None and len(set(wanted)) != len(wanted):
+            raise SpecRejected(("query", "models"), f"a model is listed twice: {models}")
+
+        def work() -> bytes:
+            records = [store.records(r.run_id) for r in found]
+            try:
+                entries, entry_records, entry_runs = make_entries(found, records, wanted)
+            except ValueError as e:
+                raise SpecRejected(("query", "models"), str(e)) from None
+            if len(entries) < 2:
+                raise SpecRejected(("query", "runs"), f"nothing to compare: {len(entries)} model(s) in "
+                                   f"{', '.join(ids)}; give two runs, or one run with models=A,B")
+            c = build_comparison(entry_runs, entries, entry_records, bins=bins, binning=binning,
+                                 resamples=resamples, seed=seed)
+            if format == "html":
+                return render_comparison_html(c).encode("utf-8")
+            return json.dumps(c.model_dump(mode="json"), ensure_ascii=False, allow_nan=False).encode()
+
+        key = ("compare", tuple((i.run_id, i.status, i.finished_at) for i in found), tuple(wanted or ()), bins,
+               binning, resamples, seed, format)
+        if all(i.status in FINAL for i in found):
+            body = await rt.results.get(key, lambda: asyncio.to_thread(work))
+        else:
+            body = await asyncio.to_thread(work)
+        return Response(body, media_type="text/html; charset=utf-8" if format == "html" else JSON)
+
+    @api.get("/history", response_model=History, tags=["results"], responses={404: {}, 422: {}})
+    async def history(suite: str, model: str,
+                      source: Annotated[str | None, Query(description="Comma-separated sources.")] = None,
+                      variant: str = POOLED, fingerprint: str | None = None,
+                      bins: Annotated[int, Query(ge=1, le=1000)] = 10, binning: Literal["width", "mass"] = "width",
+                      resamples: Annotated[int, Query(ge=1, le=100_000)] = DEFAULT_RESAMPLES,
+                      seed: int = DEFAULT_SEED, format: Literal["json", "html"] = "json") -> Response:
+        """A model's figures over time on one suite version, drift flagged (as `probe history --format json`)."""
+        sources = [x.strip() for x in source.split(",") if x.strip()] if source else None
+        bad = [x for x in sources or [] if x not in SOURCES]
+        if bad:
+            raise SpecRejected(("query", "source"), f"unknown source {bad[0]!r} (one of {', '.join(SOURCES)})")
+
+        def work() -> bytes | str:
+            try:
+                h = history_from_store(store, suite=suite, model=model, sources=sources, fingerprint=fingerprint,
+                                       variant=variant, bins=bins, binning=binning, resamples=resamples, seed=seed)
+            except ValueError as e:  # no run matches
+                return str(e)
+            if format == "html":
+                return render_history_html(h).encode("utf-8")
+            return json.dumps(h.model_dump(mode="json"), ensure_ascii=False, allow_nan=False).encode()
+
+        body = await asyncio.to_thread(work)
+        if isinstance(body, str):
+            return _not_found(body)
+        return Response(body, media_type="text/html; charset=utf-8" if format == "html" else JSON)
 
     @api.get("/runs/{run_id}/records", response_model=RecordPage, tags=["results"], responses={404: {}})
     async def records(run_id: str, offset: Annotated[int, Query(ge=0)] = 0,

@@ -166,7 +166,7 @@ class RunExecutor:
         except asyncio.CancelledError:
             raise
         except Exception as e:  # execute() has recorded the run as failed
-            log.warning("run %s failed: %s: %s", run_id, type(e).__name__, e)
+            log.warning("run %s failed: %s: %s", run_id, type(e).__name__, e, exc_info=True)
             return self.store.get_run(run_id)
         finally:
             await asyncio.shield(close_providers(providers))

@@ -79,15 +79,18 @@ class ResultCache:
             self._data.move_to_end(key)
             return hit
         lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:  # one computation per key, however many ask at once
-            hit = self._data.get(key)
-            if hit is None:
-                hit = await compute()
-                if self.size:
-                    self._data[key] = hit
-                    while len(self._data) > self.size:
-                        self._data.popitem(last=False)
-        self._locks.pop(key, None)
+        try:
+            async with lock:  # one computation per key, however many ask at once
+                hit = self._data.get(key)
+                if hit is None:
+                    hit = await compute()
+                    if self.size:
+                        self._data[key] = hit
+                        while len(self._data) > self.size:
+                            self._data.popitem(last=False)
+        finally:
+            if not lock.locked():
+                self._locks.pop(key, None)
         return hit
 
 
@@ -151,9 +154,12 @@ class Runtime:
         running = [a.task for a in self.active.values()]
         if running and self.config.shutdown_grace_s > 0:
             await asyncio.wait(running, timeout=self.config.shutdown_grace_s)
+        interrupted = [run_id for run_id, a in self.active.items() if not a.task.done()]
         for a in list(self.active.values()):
             a.task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
+        if interrupted:
+            log.info("stopped; interrupted run(s) %s will resume on the next start", ", ".join(interrupted))
         for t in self._loops.workers:
             t.cancel()
         await asyncio.gather(*self._loops.workers, return_exceptions=True)

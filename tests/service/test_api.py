@@ -218,3 +218,31 @@ def test_index_page_and_report(make_client: MakeClient) -> None:
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     spec = client.get("/openapi.json").json()
     assert {"/v1/runs", "/v1/runs/{run_id}/metrics", "/v1/schedules", "/v1/alerts"} <= set(spec["paths"])
+
+
+def test_compare_and_history_equal_the_cli_json(make_client: MakeClient) -> None:
+    client = make_client()
+    a = client.post("/v1/runs", json=SPEC).json()["run_id"]
+    b = client.post("/v1/runs", json={**SPEC, "models": ["sim/overconfident"]}).json()["run_id"]
+    for run_id in (a, b):
+        wait_for(client, run_id)
+    db = str(client.app.state.runtime.store.path)  # type: ignore[attr-defined]
+    params = {"resamples": "200"}
+    got = client.get("/v1/compare", params={"runs": f"{a},{b}", **params})
+    assert got.status_code == 200, got.text
+    assert got.json() == cli_json("compare", a, b, "--format", "json", "--resamples", "200", "--db", db)
+    html = client.get("/v1/compare", params={"runs": f"{a},{b}", "format": "html", **params})
+    assert html.headers["content-type"].startswith("text/html") and "sim/overconfident" in html.text
+    hist = client.get("/v1/history", params={"suite": "demo", "model": "sim/calibrated", **params})
+    assert hist.status_code == 200, hist.text
+    assert hist.json() == cli_json("history", "--suite", "demo", "--model", "sim/calibrated", "--format", "json",
+                                   "--resamples", "200", "--db", db)
+    # errors: unknown run 404, one model only 422 naming the query field, no matching history 404
+    assert client.get("/v1/compare", params={"runs": f"{a},r-nope"}).status_code == 404
+    one = client.get("/v1/compare", params={"runs": a})
+    assert one.status_code == 422 and one.json()["detail"][0]["loc"] == ["query", "runs"]
+    bad = client.get("/v1/compare", params={"runs": f"{a},{b}", "models": "sim/nope,sim/calibrated"})
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "models"]
+    assert client.get("/v1/history", params={"suite": "capitals", "model": "sim/calibrated"}).status_code == 404
+    assert client.get("/v1/history", params={"suite": "demo", "model": "sim/calibrated",
+                                             "source": "telepathy"}).status_code == 422
