@@ -8,12 +8,12 @@ from collections.abc import Mapping
 
 REASONS: dict[str, str] = {
     "provider_has_none": "provider has no logprobs",
-    "model_refused": "the model refused to return logprobs",
-    "endpoint_dropped": "the endpoint dropped the logprobs it was asked for",
-    "not_requested": "logprobs were not requested",
-    "no_top_logprobs": "no top-k alternatives were returned",
-    "partial_logprobs": "logprobs were partial",
-    "unknown": "the reason was not reported",
+    "model_refused": "model refused logprobs",
+    "endpoint_dropped": "endpoint returned no logprobs",
+    "not_requested": "logprobs not requested",
+    "no_top_logprobs": "no top-k alternatives returned",
+    "partial_logprobs": "partial logprobs",
+    "unknown": "reason not reported",
 }
 
 
@@ -51,3 +51,21 @@ def anchor(*parts: str) -> str:
     text = "\0".join(parts)
     slug = re.sub(r"[^A-Za-z0-9]+", "-", "-".join(parts)).strip("-").lower()[:60]
     return f"d-{slug}-{zlib.crc32(text.encode()):08x}"
+
+
+def collapse_warnings(warnings: list[str], show: int = 3) -> list[str]:
+    """Merge 'group: message' warnings that share a message into one line naming the groups."""
+    by_message: dict[str, list[str]] = {}
+    for w in warnings:
+        group, sep, message = w.partition(": ")
+        key = message if sep and " / " in group else w
+        by_message.setdefault(key, []).append(group if sep and " / " in group else "")
+    out: list[str] = []
+    for message, groups in by_message.items():
+        named = [g for g in groups if g]
+        if len(named) <= 1:
+            out.append(f"{named[0]}: {message}" if named else message)
+            continue
+        listed = ", ".join(named[:show]) + (f" and {len(named) - show} more" if len(named) > show else "")
+        out.append(f"{len(named)} groups ({listed}): {message}")
+    return out

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from probe.analysis.curves import SPARSE_BELOW, ReliabilityBin
 
+POOLED_COLOR = "#222222"
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
           "#7f7f7f", "#bcbd22")
 
@@ -29,6 +30,7 @@ class CurveSeries(BaseModel):
 
     label: str = Field(description="Legend label.")
     bins: list[ReliabilityBin] = Field(description="The curve's bins, in order.")
+    pooled: bool = Field(default=False, description="Drawn in black and thicker (the curve of all variants).")
 
 
 def literal(text: str) -> str:
@@ -50,12 +52,12 @@ def _bar_span(b: ReliabilityBin) -> tuple[float, float] | None:
     return b.lo, hi
 
 
-def _draw_curve(ax: object, hist: object, s: CurveSeries, color: str, slot: int, slots: int) -> None:
+def _draw_curve(ax: object, hist: object | None, s: CurveSeries, color: str, slot: int, slots: int) -> None:
     full = [b for b in s.bins if b.n > 0 and not b.sparse]
     sparse = [b for b in s.bins if b.n > 0 and b.sparse]
     points = sorted((b for b in s.bins if b.n > 0), key=lambda b: b.mean_confidence or 0.0)
     ax.plot([b.mean_confidence for b in points], [b.accuracy for b in points],  # type: ignore[attr-defined]
-            color=color, lw=1.6, alpha=0.9, label=literal(s.label), zorder=3)
+            color=color, lw=2.4 if s.pooled else 1.4, alpha=0.9, label=literal(s.label), zorder=5 if s.pooled else 3)
     for group, face, alpha in ((full, color, 1.0), (sparse, "white", 0.6)):
         if not group:
             continue
@@ -64,6 +66,8 @@ def _draw_curve(ax: object, hist: object, s: CurveSeries, color: str, slot: int,
         err = [_yerr(b.accuracy, b.accuracy_ci) for b in group]
         ax.errorbar(x, y, yerr=[[e[0] for e in err], [e[1] for e in err]], fmt="o", ms=5, color=color, mfc=face, mec=color,  # type: ignore[attr-defined]
                     ecolor=color, elinewidth=1.0, capsize=2.5, alpha=alpha, zorder=4)
+    if hist is None:
+        return
     for b in s.bins:
         span = _bar_span(b)
         if span is None or b.n == 0:
@@ -80,28 +84,38 @@ def reliability_figure(title: str, series: Sequence[CurveSeries], *, width_in: f
     FigureCanvasAgg(fig)
     ax, hist = fig.subplots(2, 1, sharex=True, height_ratios=(3.2, 1.0))
     ax.plot([0, 1], [0, 1], ls="--", color="#888888", lw=1.0, label="perfect calibration", zorder=1)
-    for i, s in enumerate(series):
-        _draw_curve(ax, hist, s, COLORS[i % len(COLORS)], i, max(1, len(series)))
+    in_hist = [s for s in series if s.pooled] or list(series)  # the pooled counts stand for their variants
+    k = 0
+    for s in series:
+        color = POOLED_COLOR if s.pooled else COLORS[k % len(COLORS)]
+        k += 0 if s.pooled else 1
+        slot = next((j for j, h in enumerate(in_hist) if h is s), None)
+        _draw_curve(ax, hist if slot is not None else None, s, color, slot or 0, len(in_hist))
     ax.plot([], [], "o", mfc="white", mec="#555555", color="#555555", alpha=0.7,
             label=f"sparse bin (n < {SPARSE_BELOW})")
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="accuracy", title=literal(title))
     ax.grid(True, lw=0.4, alpha=0.4)
-    ax.legend(loc="upper left", fontsize=7.5, frameon=True, framealpha=0.85)
+    ax.legend(loc="best", fontsize=7.5, frameon=True, framealpha=0.85)
     hist.axhline(SPARSE_BELOW, color="#888888", ls=":", lw=0.9)
     hist.text(1.01, SPARSE_BELOW, f"n={SPARSE_BELOW}", ha="left", va="center", fontsize=7, color="#666666",
               transform=hist.get_yaxis_transform(), clip_on=False)
-    hist.set(xlim=(0, 1), xlabel="confidence", ylabel="predictions")
+    hist.set(xlim=(0, 1), xlabel="confidence",
+             ylabel="predictions" + ("\n(all variants)" if any(s.pooled for s in series) else ""))
     hist.grid(True, axis="y", lw=0.4, alpha=0.4)
     return fig
 
 
 def figure_svg(fig: Figure, salt: str) -> str:
-    """The figure as an ``<svg>`` element for inlining (XML prolog and DOCTYPE removed)."""
+    """The figure as an ``<svg>`` element for inlining (XML prolog and DOCTYPE removed, every element id
+    prefixed with ``salt`` so several figures can share a page)."""
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    # matplotlib names groups figure_1, axes_1, …in every figure: make each figure's ids its own
+    return (text.replace(' id="', f' id="{salt}-').replace('url(#', f'url(#{salt}-')
+            .replace('href="#', f'href="#{salt}-'))
 
 
 def figure_png(fig: Figure, path: Path, dpi: int = 150) -> Path:

@@ -14,7 +14,7 @@ from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from probe.record import Record
 from probe.reports._groups import sampling_text
 from probe.reports._html import render, write_text_atomic
-from probe.reports._notes import anchor, no_scores_note, partial_note
+from probe.reports._notes import anchor, collapse_warnings, no_scores_note, partial_note
 from probe.reports._plot import CurveSeries, figure_svg, reliability_figure
 from probe.reports._view import Diagram, ManifestRow, Metric, ModelSection, Note, StatusCount, SummaryRow
 from probe.storage import RunInfo, Store
@@ -71,8 +71,9 @@ def _section(rep: RunReport, model: str, sources: list[str], reported: str | Non
             continue
         variants = sorted((g for g in groups if g.source == source and not g.pooled and g.n_ok > 0),
                           key=lambda g: variant_order(g, rep_variants))
-        series = [CurveSeries(label=f"{g.variant} (n={g.n_ok})",
-                              bins=g.bins_width if rep.binning == "width" else g.bins_mass) for g in variants]
+        drawn = ([pooled] if len(variants) > 1 else []) + variants
+        series = [CurveSeries(label=f"{'all variants' if g.pooled else g.variant} (n={g.n_ok})", pooled=g.pooled,
+                              bins=g.bins_width if rep.binning == "width" else g.bins_mass) for g in drawn]
         extra = [n for n in [partial_note(pooled.n, pooled.status_counts)] if n]
         diagrams.append(diagram(f"{model} · {source}", anchor(model, source), series, extra))
     return ModelSection(model=model, reported_id=reported, diagrams=diagrams, notes=notes)
@@ -124,7 +125,7 @@ def run_page(info: RunInfo, rep: RunReport, n_records: int) -> RunPage:
         for source in sources:
             gs = [g for g in rep.groups if g.model == model and g.source == source]
             summary += [summary_row(g) for g in sorted(gs, key=lambda g: variant_order(g, info.variants))]
-    warnings = list(rep.warnings)
+    warnings = collapse_warnings(list(rep.warnings))
     if info.status != "completed":
         warnings.insert(0, f"run is {info.status}: figures cover the {n_records} records stored so far")
     return RunPage(
