@@ -116,3 +116,27 @@ class ModelSwapProxy:
 
         with _serving(Handler) as url:
             yield url + "/v1"
+
+
+@contextmanager
+def serving(app: Any, startup_timeout: float = 30.0) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on a free loopback port in a background thread; yields its base URL."""
+    import time
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the app did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
