@@ -8,19 +8,26 @@ one of them has it dropped, remembered, and listed in ``Completion.dropped_param
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 import anthropic
 
-from probe.completion import ChatRequest, Choice, Completion, ProviderError, Usage
+from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
+from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
 from providers.errors import classify_http_error, error_object, failure, rejected_sampling_params
 from providers.hosts import HostProfile
-from providers.normalize import MalformedPayload, choice_with_tokens, unavailable_choice
+from providers.normalize import (
+    ChoiceDict,
+    MalformedPayload,
+    build_completion,
+    choice_with_tokens,
+    count,
+    unavailable_choice,
+)
 from providers.openai_chat import tokens_from_logprobs
 from providers.redact import Redactor
 from providers.sdk import failure_from_sdk_exception, sdk_error_payload
@@ -65,7 +72,7 @@ def completion_from_anthropic(payload: Any, *, logprobs_requested: bool, latency
     stop = stop if isinstance(stop, str) else None
     refusal = (text or "refusal") if stop == "refusal" else None
     tokens = tokens_from_logprobs(payload.get("logprobs"))
-    choice: Choice
+    choice: ChoiceDict
     if tokens is not None:
         choice = choice_with_tokens(index=0, text=text, finish_reason=stop, tokens=tokens, top_k=None,
                                     refusal=refusal)
@@ -73,15 +80,10 @@ def completion_from_anthropic(payload: Any, *, logprobs_requested: bool, latency
         choice = unavailable_choice(index=0, text=text, finish_reason=stop, refusal=refusal,
                                     reason="provider_has_none" if logprobs_requested else "not_requested")
     usage = payload.get("usage")
-    usage_v = Usage()
-    if isinstance(usage, dict):
-        it, ot = usage.get("input_tokens"), usage.get("output_tokens")
-        usage_v = Usage.model_construct(input_tokens=it if isinstance(it, int) and it >= 0 else None,
-                                        output_tokens=ot if isinstance(ot, int) and ot >= 0 else None)
-    model = payload.get("model")
-    return Completion.model_construct(choices=(choice,), model_reported=model if isinstance(model, str) else None,
-                                      usage=usage_v, latency_s=max(0.0, latency_s), dropped_params=dropped,
-                                      top_k_requested=None)
+    usage = usage if isinstance(usage, dict) else {}
+    return build_completion([choice], model_reported=payload.get("model"),
+                            input_tokens=count(usage.get("input_tokens")),
+                            output_tokens=count(usage.get("output_tokens")), latency_s=latency_s, dropped=dropped)
 
 
 class AnthropicProvider(Provider):
@@ -123,7 +125,7 @@ class AnthropicProvider(Provider):
 
     def _read(self, status: int, headers: Any, body: bytes, req: ChatRequest, latency_s: float) -> Completion:
         try:
-            payload = json.loads(body)
+            payload = jsonio.loads(body)
         except (ValueError, UnicodeDecodeError):
             raise ProviderError(failure("malformed", f"HTTP {status}: body is not JSON ({len(body)} bytes)",
                                         redact=self.redact, status_code=status)) from None

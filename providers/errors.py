@@ -9,7 +9,6 @@ Delays come from ``retry-after-ms`` > ``retry-after`` > rate-limit reset headers
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from probe.completion import CallFailure, ErrorKind
+from providers import jsonio
 
 Redact = Callable[[str], str]
 _MAX_MESSAGE = 400
@@ -128,7 +128,7 @@ def parse_body(body: bytes | str | None) -> Any:
     if body is None:
         return None
     try:
-        return json.loads(body)
+        return jsonio.loads(body)
     except (ValueError, UnicodeDecodeError):
         return None
 
@@ -226,7 +226,7 @@ def _kind_for(status: int, message: str, etype: str, code: str) -> ErrorKind:
     if etype == "overloaded_error" or status in (503, 529):
         return "overloaded"
     if status == 429 or etype in ("rate_limit_error", "resource_exhausted") or code == "rate_limit_exceeded":
-        if "quota" in low and ("per day" in low or "billing" in low or "exceeded your current quota" in low):
+        if "quota" in low and ("per day" in low or "billing" in low):
             return "quota"
         return "rate_limit"
     if status in (401,) or etype in ("authentication_error", "unauthenticated"):

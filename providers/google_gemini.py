@@ -9,22 +9,26 @@ an explicit ``null`` is missing. ``avgLogprobs`` without ``logprobsResult`` is n
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from probe.completion import ChatRequest, Choice, Completion, ProviderError, TokenLogprob, TopLogprob, Usage
+from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
+from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
 from providers.errors import classify_http_error, error_object, failure, is_logprob_refusal, parse_body
 from providers.hosts import HostProfile
 from providers.http import JsonHttpClient
 from providers.normalize import (
+    ChoiceDict,
     MalformedPayload,
+    TokenDict,
+    TopDict,
+    build_completion,
     choice_with_tokens,
     clean_id,
     clean_logprob,
-    make_choice,
+    count,
     make_token,
     make_top,
     token_string,
@@ -78,7 +82,7 @@ def _gemini_candidate(cand: Any) -> tuple[str, float | None, int | None]:
     return token_string(cand.get("token")), _gemini_logprob(cand), clean_id(cand.get("tokenId"))
 
 
-def tokens_from_gemini(result: Any) -> tuple[TokenLogprob, ...]:
+def tokens_from_gemini(result: Any) -> list[TokenDict]:
     """``logprobsResult`` → tokens; the chosen token may be absent from its alternatives."""
     if not isinstance(result, dict):
         raise MalformedPayload("logprobsResult is not an object")
@@ -89,12 +93,12 @@ def tokens_from_gemini(result: Any) -> tuple[TokenLogprob, ...]:
     out = []
     for i, c in enumerate(chosen):
         token, lp, tid = _gemini_candidate(c)
-        alts: tuple[TopLogprob, ...] = ()
+        alts: list[TopDict] = []
         if i < len(tops) and isinstance(tops[i], dict):
-            alts = tuple(make_top(t, a_lp, None, a_id)
-                         for t, a_lp, a_id in (_gemini_candidate(a) for a in tops[i].get("candidates") or []))
+            alts = [make_top(t, a_lp, None, a_id)
+                    for t, a_lp, a_id in (_gemini_candidate(a) for a in tops[i].get("candidates") or [])]
         out.append(make_token(token, lp, None, tid, alts))
-    return tuple(out)
+    return out
 
 
 def _candidate_text(cand: dict[str, Any]) -> str:
@@ -106,7 +110,7 @@ def _candidate_text(cand: dict[str, Any]) -> str:
                    and not p.get("thought"))
 
 
-def choice_from_gemini(cand: Any, position: int, ask: LogprobAsk) -> Choice:
+def choice_from_gemini(cand: Any, position: int, ask: LogprobAsk) -> ChoiceDict:
     if not isinstance(cand, dict):
         raise MalformedPayload("a candidate is not an object")
     index = cand.get("index", position)
@@ -124,11 +128,7 @@ def choice_from_gemini(cand: Any, position: int, ask: LogprobAsk) -> Choice:
         else:
             reason = "endpoint_dropped"
         return unavailable_choice(index=index, text=text, finish_reason=finish, reason=reason, refusal=refusal)
-    tokens = tokens_from_gemini(result)
-    if not tokens and not text:
-        return make_choice(index=index, text=text, finish_reason=finish, tokens=(), state="available",
-                           reason=None, refusal=refusal)
-    return choice_with_tokens(index=index, text=text, finish_reason=finish, tokens=tokens,
+    return choice_with_tokens(index=index, text=text, finish_reason=finish, tokens=tokens_from_gemini(result),
                               top_k=ask.top_k if ask.sent else None, refusal=refusal)
 
 
@@ -145,17 +145,13 @@ def completion_from_gemini(payload: Any, ask: LogprobAsk, *, latency_s: float = 
         raise MalformedPayload("response has no candidates")
     if not isinstance(cands, list):
         raise MalformedPayload("candidates is not a list")
-    choices = tuple(sorted((choice_from_gemini(c, i, ask) for i, c in enumerate(cands)), key=lambda c: c.index))
     meta = payload.get("usageMetadata")
-    usage = Usage()
-    if isinstance(meta, dict):
-        pt, ct = meta.get("promptTokenCount"), meta.get("candidatesTokenCount")
-        usage = Usage.model_construct(input_tokens=pt if isinstance(pt, int) and pt >= 0 else None,
-                                      output_tokens=ct if isinstance(ct, int) and ct >= 0 else None)
-    model = payload.get("modelVersion")
-    return Completion.model_construct(choices=choices, model_reported=model if isinstance(model, str) else None,
-                                      usage=usage, latency_s=max(0.0, latency_s), dropped_params=(),
-                                      top_k_requested=ask.top_k if ask.sent else None)
+    meta = meta if isinstance(meta, dict) else {}
+    return build_completion([choice_from_gemini(c, i, ask) for i, c in enumerate(cands)],
+                            model_reported=payload.get("modelVersion"),
+                            input_tokens=count(meta.get("promptTokenCount")),
+                            output_tokens=count(meta.get("candidatesTokenCount")), latency_s=latency_s,
+                            top_k=ask.top_k if ask.sent else None)
 
 
 class PromptBlocked(Exception):
@@ -200,7 +196,7 @@ class GeminiProvider(Provider):
 
     def _read(self, status: int, headers: Any, body: bytes, ask: LogprobAsk, latency_s: float) -> Completion:
         try:
-            payload = json.loads(body)
+            payload = jsonio.loads(body)
         except (ValueError, UnicodeDecodeError):
             raise ProviderError(failure("malformed", f"HTTP {status}: body is not JSON ({len(body)} bytes)",
                                         redact=self.redact, status_code=status)) from None

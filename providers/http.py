@@ -6,7 +6,6 @@ classification are the converters' job. Transport failures become ProviderError(
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -14,6 +13,7 @@ from typing import Any, NamedTuple
 import aiohttp
 
 from probe.completion import ProviderError
+from providers import jsonio
 from providers.errors import failure
 from providers.redact import Redactor
 
@@ -55,7 +55,7 @@ class JsonHttpClient:
 
     async def post_json(self, url: str, payload: Any) -> HttpResult:
         """POST ``payload`` as JSON; ProviderError(transient) on timeouts and connection failures."""
-        data = json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        data = jsonio.dumps(payload)
         session = self._open()
         start = time.perf_counter()
         try:

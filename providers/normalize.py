@@ -7,15 +7,18 @@ Rules (../shared/providers.md §1):
 - ``bytes`` are kept where given, except U+FFFD replacement bytes (``EF BF BD``), which vLLM and
   Ollama emit for partial UTF-8: the true bytes are unknown, so they become ``None``;
 - text is rebuilt from bytes (falling back to token strings) only where the API gave no text.
+
+Converters build plain dicts with these helpers and validate the whole Completion once at the end
+(one pass in pydantic's compiled core is cheaper than constructing each nested model in Python).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
-from probe.completion import Choice, LogprobState, TokenLogprob, TopLogprob
+from probe.completion import Completion, LogprobState
 
 PLACEHOLDER_FLOOR = -9999.0
 # Float rounding can push a certain token's logprob a hair above zero; more than this is invalid.
@@ -28,8 +31,31 @@ class MalformedPayload(ValueError):
     """A response body that does not have the shape its API documents."""
 
 
+class TopDict(TypedDict):
+    token: str
+    logprob: float | None
+    bytes: list[int] | None
+    id: int | None
+
+
+class TokenDict(TopDict):
+    top: list[TopDict]
+
+
+class ChoiceDict(TypedDict):
+    index: int
+    text: str
+    finish_reason: str | None
+    tokens: list[TokenDict] | None
+    logprob_state: LogprobState
+    logprob_reason: str | None
+    refusal: str | None
+
+
 def clean_logprob(value: Any) -> float | None:
     """A usable natural-log probability, or None for a placeholder / missing value."""
+    if type(value) is float and PLACEHOLDER_FLOOR < value <= 0.0:
+        return value  # the common case, first
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -42,60 +68,57 @@ def clean_logprob(value: Any) -> float | None:
     return v
 
 
-def clean_bytes(value: Any) -> tuple[int, ...] | None:
-    """Token bytes as a tuple, or None when absent or when they are replacement bytes."""
+def clean_bytes(value: Any) -> list[int] | None:
+    """Token bytes, or None when absent or when they are replacement bytes."""
     if value is None:
         return None
-    if not isinstance(value, list | tuple):
+    if type(value) is not list:
         raise MalformedPayload(f"bytes is not a list: {value!r}")
-    for b in value:
-        if isinstance(b, bool) or not isinstance(b, int) or not 0 <= b <= 255:
-            raise MalformedPayload(f"bytes holds a non-byte value: {b!r}")
-    if _REPLACEMENT in bytes(value):
-        return None
-    return tuple(value)
+    try:
+        raw = bytes(value)  # TypeError for non-integers, ValueError outside 0..255
+    except (TypeError, ValueError):
+        raise MalformedPayload(f"bytes is not a list of byte values: {value!r}") from None
+    return None if _REPLACEMENT in raw else value
 
 
 def clean_id(value: Any) -> int | None:
     """A token id if it is an integer, else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if type(value) is int else None
 
 
 def token_string(value: Any) -> str:
     """The token string exactly as sent; a missing/non-string token is malformed."""
-    if not isinstance(value, str):
+    if type(value) is not str:
         raise MalformedPayload(f"token is not a string: {value!r}")
     return value
 
 
-def make_top(token: str, logprob: float | None, raw_bytes: tuple[int, ...] | None = None,
-             token_id: int | None = None) -> TopLogprob:
-    """A TopLogprob from already-cleaned values (no re-validation: the cleaners checked them)."""
-    return TopLogprob.model_construct(token=token, logprob=logprob, bytes=raw_bytes, id=token_id)
+def make_top(token: str, logprob: float | None, raw_bytes: list[int] | None = None,
+             token_id: int | None = None) -> TopDict:
+    return {"token": token, "logprob": logprob, "bytes": raw_bytes, "id": token_id}
 
 
-def make_token(token: str, logprob: float | None, raw_bytes: tuple[int, ...] | None,
-               token_id: int | None, top: tuple[TopLogprob, ...]) -> TokenLogprob:
-    """A TokenLogprob from already-cleaned values."""
-    return TokenLogprob.model_construct(token=token, logprob=logprob, bytes=raw_bytes, id=token_id, top=top)
+def make_token(token: str, logprob: float | None, raw_bytes: list[int] | None, token_id: int | None,
+               top: list[TopDict]) -> TokenDict:
+    return {"token": token, "logprob": logprob, "bytes": raw_bytes, "id": token_id, "top": top}
 
 
-def sort_top(top: Sequence[TopLogprob]) -> tuple[TopLogprob, ...]:
+def sort_top(top: Sequence[TopDict]) -> list[TopDict]:
     """Alternatives most likely first; missing logprobs last; stable otherwise."""
-    return tuple(sorted(top, key=lambda t: -math.inf if t.logprob is None else t.logprob, reverse=True))
+    return sorted(top, key=lambda t: -math.inf if t["logprob"] is None else t["logprob"], reverse=True)
 
 
-def token_bytes(tok: TokenLogprob | TopLogprob) -> bytes:
+def token_bytes(tok: TopDict) -> bytes:
     """The token's bytes where known, else its string encoded as UTF-8."""
-    return bytes(tok.bytes) if tok.bytes is not None else tok.token.encode("utf-8")
+    return bytes(tok["bytes"]) if tok["bytes"] is not None else tok["token"].encode("utf-8")
 
 
-def text_from_tokens(tokens: Sequence[TokenLogprob]) -> str:
+def text_from_tokens(tokens: Sequence[TopDict]) -> str:
     """Rebuild text from token bytes (where given) so split UTF-8 characters join up again."""
     return b"".join(token_bytes(t) for t in tokens).decode("utf-8", errors="replace")
 
 
-def trim_past_text(tokens: tuple[TokenLogprob, ...], text: str) -> tuple[TokenLogprob, ...]:
+def trim_past_text(tokens: list[TokenDict], text: str) -> list[TokenDict]:
     """Drop tokens listed past the returned text (llama.cpp with a stop string lists them).
 
     Only trims when the tokens' text starts with the returned text and runs longer; otherwise
@@ -118,11 +141,11 @@ def _positions(idx: list[int]) -> str:
     return shown + (f",… ({len(idx)} in all)" if len(idx) > _MAX_LISTED else "")
 
 
-def logprob_state(tokens: Sequence[TokenLogprob], top_k: int | None) -> tuple[LogprobState, str | None]:
+def logprob_state(tokens: Sequence[TokenDict], top_k: int | None) -> tuple[LogprobState, str | None]:
     """``available``, or ``partial`` with a reason naming the positions that miss something."""
-    missing = [i for i, t in enumerate(tokens) if t.logprob is None]
-    bad_top = [i for i, t in enumerate(tokens) if any(a.logprob is None for a in t.top)]
-    no_top = [i for i, t in enumerate(tokens) if not t.top] if top_k else []
+    missing = [i for i, t in enumerate(tokens) if t["logprob"] is None]
+    bad_top = [i for i, t in enumerate(tokens) if any(a["logprob"] is None for a in t["top"])]
+    no_top = [i for i, t in enumerate(tokens) if not t["top"]] if top_k else []
     parts = []
     if missing:
         parts.append(f"token logprob missing at positions {_positions(missing)}")
@@ -135,30 +158,44 @@ def logprob_state(tokens: Sequence[TokenLogprob], top_k: int | None) -> tuple[Lo
     return "available", None
 
 
-def choice_with_tokens(*, index: int, text: str, finish_reason: str | None,
-                       tokens: tuple[TokenLogprob, ...], top_k: int | None,
-                       refusal: str | None = None) -> Choice:
-    """A Choice carrying tokens, its state computed from what is missing."""
+def make_choice(*, index: int, text: str, finish_reason: str | None, tokens: list[TokenDict] | None,
+                state: LogprobState, reason: str | None, refusal: str | None = None) -> ChoiceDict:
+    return {"index": index, "text": text, "finish_reason": finish_reason, "tokens": tokens,
+            "logprob_state": state, "logprob_reason": reason, "refusal": refusal}
+
+
+def choice_with_tokens(*, index: int, text: str, finish_reason: str | None, tokens: list[TokenDict],
+                       top_k: int | None, refusal: str | None = None) -> ChoiceDict:
+    """A choice carrying tokens, its state computed from what is missing."""
     if finish_reason == "stop":
         tokens = trim_past_text(tokens, text)
+    if not tokens and text:  # text but no token data: the endpoint dropped them
+        return unavailable_choice(index=index, text=text, finish_reason=finish_reason, reason="endpoint_dropped",
+                                  refusal=refusal)
     state, reason = logprob_state(tokens, top_k)
-    if not tokens and text:
-        state, reason = "unavailable", "endpoint_dropped"
-        return make_choice(index=index, text=text, finish_reason=finish_reason, tokens=None,
-                           state=state, reason=reason, refusal=refusal)
-    return make_choice(index=index, text=text, finish_reason=finish_reason, tokens=tokens,
-                       state=state, reason=reason, refusal=refusal)
-
-
-def make_choice(*, index: int, text: str, finish_reason: str | None, tokens: tuple[TokenLogprob, ...] | None,
-                state: LogprobState, reason: str | None, refusal: str | None = None) -> Choice:
-    """A Choice from checked values."""
-    return Choice.model_construct(index=index, text=text, finish_reason=finish_reason, tokens=tokens,
-                                  logprob_state=state, logprob_reason=reason, refusal=refusal)
+    return make_choice(index=index, text=text, finish_reason=finish_reason, tokens=tokens, state=state,
+                       reason=reason, refusal=refusal)
 
 
 def unavailable_choice(*, index: int, text: str, finish_reason: str | None, reason: str,
-                       refusal: str | None = None) -> Choice:
-    """A Choice without logprobs, saying why."""
-    return make_choice(index=index, text=text, finish_reason=finish_reason, tokens=None,
-                       state="unavailable", reason=reason, refusal=refusal)
+                       refusal: str | None = None) -> ChoiceDict:
+    """A choice without logprobs, saying why."""
+    return make_choice(index=index, text=text, finish_reason=finish_reason, tokens=None, state="unavailable",
+                       reason=reason, refusal=refusal)
+
+
+def count(value: Any) -> int | None:
+    """A non-negative integer count, else None."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def build_completion(choices: list[ChoiceDict], *, model_reported: Any, input_tokens: int | None,
+                     output_tokens: int | None, latency_s: float, dropped: tuple[str, ...] = (),
+                     top_k: int | None = None) -> Completion:
+    """Validate the assembled dicts into a Completion, choices in index order."""
+    choices.sort(key=lambda c: c["index"])
+    return Completion.model_validate({
+        "choices": choices, "model_reported": model_reported if isinstance(model_reported, str) else None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        "latency_s": max(0.0, latency_s), "dropped_params": dropped, "top_k_requested": top_k,
+    })

@@ -12,14 +12,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from probe.completion import ChatRequest, Choice, Completion, TokenLogprob, TopLogprob, Usage
+from probe.completion import ChatRequest, Completion
 from providers.hosts import HostProfile
 from providers.normalize import (
+    PLACEHOLDER_FLOOR,
+    ChoiceDict,
     MalformedPayload,
+    TokenDict,
+    TopDict,
+    build_completion,
     choice_with_tokens,
     clean_bytes,
     clean_id,
     clean_logprob,
+    count,
     make_token,
     make_top,
     sort_top,
@@ -84,43 +90,51 @@ def chat_request_to_openai(req: ChatRequest, profile: HostProfile, *, model: str
     return body
 
 
-def _top_from_chat(items: Any) -> tuple[TopLogprob, ...]:
-    if items is None:
-        return ()
-    if not isinstance(items, list):
-        raise MalformedPayload("top_logprobs is not a list")
-    out = []
-    for a in items:
-        if not isinstance(a, dict):
-            raise MalformedPayload("a top_logprobs entry is not an object")
-        out.append(make_top(token_string(a.get("token")), clean_logprob(a.get("logprob")),
-                            clean_bytes(a.get("bytes")), clean_id(a.get("id", a.get("token_id")))))
-    return tuple(out)
+def _entry(a: Any) -> TopDict:
+    """One ``{token, logprob, bytes[, id | token_id]}`` object (hot path: checks inlined)."""
+    if type(a) is not dict:
+        raise MalformedPayload("a logprobs entry is not an object")
+    token = a.get("token")
+    if type(token) is not str:
+        token = token_string(token)
+    lp = a.get("logprob")
+    if not (type(lp) is float and PLACEHOLDER_FLOOR < lp <= 0.0):
+        lp = clean_logprob(lp)
+    raw = a.get("bytes")
+    if raw is not None:
+        raw = clean_bytes(raw)
+    tid = a.get("id", a.get("token_id"))
+    return {"token": token, "logprob": lp, "bytes": raw, "id": tid if type(tid) is int else None}
 
 
-def tokens_from_chat_shape(content: Any) -> tuple[TokenLogprob, ...]:
+def tokens_from_chat_shape(content: Any) -> list[TokenDict]:
     """``logprobs.content[]`` entries → tokens (alternatives kept in the API's order)."""
-    if not isinstance(content, list):
+    if type(content) is not list:
         raise MalformedPayload("logprobs.content is not a list")
-    out = []
+    out: list[TokenDict] = []
     for t in content:
-        if not isinstance(t, dict):
-            raise MalformedPayload("a logprobs.content entry is not an object")
-        out.append(make_token(token_string(t.get("token")), clean_logprob(t.get("logprob")),
-                              clean_bytes(t.get("bytes")), clean_id(t.get("id", t.get("token_id"))),
-                              _top_from_chat(t.get("top_logprobs"))))
-    return tuple(out)
+        tok = _entry(t)
+        items = t.get("top_logprobs")
+        if items is None:
+            top: list[TopDict] = []
+        elif type(items) is list:
+            top = [_entry(a) for a in items]
+        else:
+            raise MalformedPayload("top_logprobs is not a list")
+        out.append({"token": tok["token"], "logprob": tok["logprob"], "bytes": tok["bytes"], "id": tok["id"],
+                    "top": top})
+    return out
 
 
-def _top_from_dict(entry: Any) -> tuple[TopLogprob, ...]:
+def _top_from_dict(entry: Any) -> list[TopDict]:
     if entry is None:
-        return ()
+        return []
     if not isinstance(entry, dict):
         raise MalformedPayload("legacy top_logprobs entry is not an object")
     return sort_top([make_top(token_string(k), clean_logprob(v)) for k, v in entry.items()])
 
 
-def tokens_from_legacy_shape(lp: Mapping[str, Any]) -> tuple[TokenLogprob, ...]:
+def tokens_from_legacy_shape(lp: Mapping[str, Any]) -> list[TokenDict]:
     """Legacy ``tokens`` / ``token_logprobs`` / ``top_logprobs`` (dicts, most likely first after sorting)."""
     toks = lp.get("tokens")
     values = lp.get("token_logprobs") or []
@@ -139,12 +153,12 @@ def tokens_from_legacy_shape(lp: Mapping[str, Any]) -> tuple[TokenLogprob, ...]:
             clean_logprob(values[i]) if i < len(values) else None,
             None,
             clean_id(ids[i]) if i < len(ids) else None,
-            _top_from_dict(tops[i]) if tops is not None and i < len(tops) else (),
+            _top_from_dict(tops[i]) if tops is not None and i < len(tops) else [],
         ))
-    return tuple(out)
+    return out
 
 
-def tokens_from_logprobs(lp: Any) -> tuple[TokenLogprob, ...] | None:
+def tokens_from_logprobs(lp: Any) -> list[TokenDict] | None:
     """A choice's ``logprobs`` object in either shape → tokens; None when absent/null/empty object."""
     if lp is None:
         return None
@@ -158,8 +172,10 @@ def tokens_from_logprobs(lp: Any) -> tuple[TokenLogprob, ...] | None:
     return None
 
 
-def _trim(tokens: tuple[TokenLogprob, ...], k: int) -> tuple[TokenLogprob, ...]:
-    return tuple(t.model_copy(update={"top": t.top[:k]}) if len(t.top) > k else t for t in tokens)
+def _trim(tokens: list[TokenDict], k: int) -> list[TokenDict]:
+    for t in tokens:
+        del t["top"][k:]
+    return tokens
 
 
 def _message_parts(choice: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -176,7 +192,7 @@ def _message_parts(choice: Mapping[str, Any]) -> tuple[str | None, str | None]:
     return text, None
 
 
-def choice_from_openai(choice: Any, position: int, ask: LogprobAsk) -> Choice:
+def choice_from_openai(choice: Any, position: int, ask: LogprobAsk) -> ChoiceDict:
     if not isinstance(choice, dict):
         raise MalformedPayload("a choice is not an object")
     index = choice.get("index", position)
@@ -202,14 +218,6 @@ def choice_from_openai(choice: Any, position: int, ask: LogprobAsk) -> Choice:
                               top_k=ask.top_k if ask.sent else None, refusal=refusal)
 
 
-def usage_from_openai(usage: Any) -> Usage:
-    if not isinstance(usage, dict):
-        return Usage()
-    pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    return Usage.model_construct(input_tokens=pt if isinstance(pt, int) and pt >= 0 else None,
-                                 output_tokens=ct if isinstance(ct, int) and ct >= 0 else None)
-
-
 def completion_from_openai(payload: Any, ask: LogprobAsk, *, latency_s: float = 0.0,
                            dropped: tuple[str, ...] = ()) -> Completion:
     """A ``chat.completion`` (or ``text_completion``) body → Completion. Raises MalformedPayload."""
@@ -218,10 +226,9 @@ def completion_from_openai(payload: Any, ask: LogprobAsk, *, latency_s: float = 
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices:
         raise MalformedPayload("response has no choices")
-    out = tuple(sorted((choice_from_openai(c, i, ask) for i, c in enumerate(choices)), key=lambda c: c.index))
-    model = payload.get("model")
-    return Completion.model_construct(
-        choices=out, model_reported=model if isinstance(model, str) else None,
-        usage=usage_from_openai(payload.get("usage")), latency_s=max(0.0, latency_s),
-        dropped_params=dropped, top_k_requested=ask.top_k if ask.sent else None,
-    )
+    usage = payload.get("usage")
+    usage = usage if type(usage) is dict else {}
+    return build_completion([choice_from_openai(c, i, ask) for i, c in enumerate(choices)],
+                            model_reported=payload.get("model"), input_tokens=count(usage.get("prompt_tokens")),
+                            output_tokens=count(usage.get("completion_tokens")), latency_s=latency_s,
+                            dropped=dropped, top_k=ask.top_k if ask.sent else None)

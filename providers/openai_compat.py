@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
+from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
 from providers.errors import (
@@ -85,7 +85,7 @@ class OpenAIChatProvider(Provider):
 
     def _read(self, result: HttpResult, ask: LogprobAsk) -> Completion:
         try:
-            payload = json.loads(result.body)
+            payload = jsonio.loads(result.body)
         except (ValueError, UnicodeDecodeError):
             raise ProviderError(failure("malformed", f"HTTP {result.status}: body is not JSON "
                                         f"({len(result.body)} bytes)", redact=self.redact,

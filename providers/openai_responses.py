@@ -7,14 +7,14 @@ The API has no ``n`` (n > 1 is sent as n calls) and a minimum ``max_output_token
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 import openai
 
-from probe.completion import ChatRequest, Completion, ProviderError, TokenLogprob, Usage
+from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
+from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
 from providers.errors import (
@@ -25,7 +25,14 @@ from providers.errors import (
     rejected_sampling_params,
 )
 from providers.hosts import HostProfile
-from providers.normalize import MalformedPayload, choice_with_tokens, unavailable_choice
+from providers.normalize import (
+    MalformedPayload,
+    TokenDict,
+    build_completion,
+    choice_with_tokens,
+    count,
+    unavailable_choice,
+)
 from providers.openai_chat import LogprobAsk, logprob_ask, tokens_from_chat_shape
 from providers.redact import Redactor
 from providers.sdk import failure_from_sdk_exception, sdk_error_payload
@@ -61,7 +68,7 @@ def completion_from_responses(payload: Any, ask: LogprobAsk, *, latency_s: float
         raise MalformedPayload("response has no output list")
     texts: list[str] = []
     refusals: list[str] = []
-    tokens: list[TokenLogprob] = []
+    tokens: list[TokenDict] = []
     saw_logprobs = False
     for item in payload["output"]:
         if not isinstance(item, dict) or item.get("type") != "message":
@@ -83,22 +90,18 @@ def completion_from_responses(payload: Any, ask: LogprobAsk, *, latency_s: float
     finish = details.get("reason") if isinstance(details, dict) else None
     finish = finish if isinstance(finish, str) else ("stop" if payload.get("status") == "completed" else None)
     if saw_logprobs or (ask.sent and not text):
-        choice = choice_with_tokens(index=0, text=text, finish_reason=finish, tokens=tuple(tokens),
+        choice = choice_with_tokens(index=0, text=text, finish_reason=finish, tokens=tokens,
                                     top_k=ask.top_k if ask.sent else None, refusal=refusal)
     else:
         reason = ("not_requested" if not ask.requested else ask.reason_if_unsent if not ask.sent
                   else "endpoint_dropped")
         choice = unavailable_choice(index=0, text=text, finish_reason=finish, reason=reason, refusal=refusal)
     usage = payload.get("usage")
-    usage_v = Usage()
-    if isinstance(usage, dict):
-        it, ot = usage.get("input_tokens"), usage.get("output_tokens")
-        usage_v = Usage.model_construct(input_tokens=it if isinstance(it, int) and it >= 0 else None,
-                                        output_tokens=ot if isinstance(ot, int) and ot >= 0 else None)
-    model = payload.get("model")
-    return Completion.model_construct(choices=(choice,), model_reported=model if isinstance(model, str) else None,
-                                      usage=usage_v, latency_s=max(0.0, latency_s), dropped_params=dropped,
-                                      top_k_requested=ask.top_k if ask.sent else None)
+    usage = usage if isinstance(usage, dict) else {}
+    return build_completion([choice], model_reported=payload.get("model"),
+                            input_tokens=count(usage.get("input_tokens")),
+                            output_tokens=count(usage.get("output_tokens")), latency_s=latency_s, dropped=dropped,
+                            top_k=ask.top_k if ask.sent else None)
 
 
 class OpenAIResponsesProvider(Provider):
@@ -142,7 +145,7 @@ class OpenAIResponsesProvider(Provider):
 
     def _read(self, status: int, headers: Any, body: bytes, ask: LogprobAsk, latency_s: float) -> Completion:
         try:
-            payload = json.loads(body)
+            payload = jsonio.loads(body)
         except (ValueError, UnicodeDecodeError):
             raise ProviderError(failure("malformed", f"HTTP {status}: body is not JSON ({len(body)} bytes)",
                                         redact=self.redact, status_code=status)) from None
