@@ -7,6 +7,7 @@ Conventions and definitions: shared/calibration.md.
 from probe.analysis.bootstrap import (
     BootstrapIntervals,
     PairedDifference,
+    analyze_group,
     bootstrap_intervals,
     exact_bootstrap,
     paired_bootstrap,
@@ -59,6 +60,7 @@ __all__ = [
     "PairedDifference",
     "ReliabilityBin",
     "RunReport",
+    "analyze_group",
     "apply_temperature_options",
     "bootstrap_intervals",
     "build_report",

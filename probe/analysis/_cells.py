@@ -23,7 +23,7 @@ import numpy as np
 
 from probe.analysis._arrays import FloatArray, IntArray, Sorted, width_index, wsum
 
-DEFAULT_MAX_CELLS = 4096
+DEFAULT_MAX_CELLS = 2048
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from probe.analysis._arrays import ArrayLike, FloatArray, IntArray, Sorted, as_pairs, check_bins
 from probe.analysis._cells import DEFAULT_MAX_CELLS, CellSet, CountMetrics, build_cells, metrics_from_counts
 from probe.analysis.curves import mass_table, width_table
+from probe.analysis.metrics import CalibrationMetrics, metrics_of_sorted
 from probe.analysis.ranking import auroc
 
 DEFAULT_RESAMPLES = 1000
@@ -99,17 +100,21 @@ def bootstrap_replicates(conf: ArrayLike, correct: ArrayLike, *, bins: int = 10,
     """Bootstrap replicates of the metrics via multinomial cell counts (see module doc)."""
     m = check_bins(bins)
     c, y = as_pairs(conf, correct)
-    cells = build_cells(Sorted.of(c, y), m, max_cells)
-    n = c.size
+    return replicates_of_sorted(Sorted.of(c, y), m, resamples, seed, max_cells)
+
+
+def replicates_of_sorted(s: Sorted, bins: int, resamples: int, seed: int | np.random.SeedSequence,
+                         max_cells: int = DEFAULT_MAX_CELLS) -> tuple[CountMetrics, CellSet]:
+    cells = build_cells(s, bins, max_cells)
     counts = np.concatenate([cells.pos, cells.neg])
     present = np.flatnonzero(counts > 0)
-    probs = counts[present] / n
+    probs = counts[present] / s.n
     probs /= probs.sum()
     rng = np.random.default_rng(seed)
     parts: list[CountMetrics] = []
     for rows in _chunks(resamples, cells.size):
         drawn = np.zeros((rows, counts.size))
-        drawn[:, present] = rng.multinomial(n, probs, size=rows)
+        drawn[:, present] = rng.multinomial(s.n, probs, size=rows)
         parts.append(metrics_from_counts(cells, drawn[:, : cells.size], drawn[:, cells.size:]))
     return _concat(parts), cells
 
@@ -123,9 +128,18 @@ def bootstrap_intervals(conf: ArrayLike, correct: ArrayLike, *, bins: int = 10,
     ``stream`` overrides ``seed`` as the generator's seed sequence (to give groups independent
     streams derived from one seed); ``seed`` is still what the result reports.
     """
+    m = check_bins(bins)
+    c, y = as_pairs(conf, correct)
+    return intervals_of_sorted(Sorted.of(c, y), m, resamples=resamples, seed=seed, level=level,
+                               max_cells=max_cells, stream=stream)
+
+
+def intervals_of_sorted(s: Sorted, bins: int, *, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                        level: float = 0.95, max_cells: int = DEFAULT_MAX_CELLS,
+                        stream: np.random.SeedSequence | None = None) -> BootstrapIntervals:
+    """bootstrap_intervals for validated records already sorted by confidence."""
     _check(resamples, level)
-    reps, cells = bootstrap_replicates(conf, correct, bins=bins, resamples=resamples,
-                                       seed=stream if stream is not None else seed, max_cells=max_cells)
+    reps, cells = replicates_of_sorted(s, bins, resamples, stream if stream is not None else seed, max_cells)
     defined = int(np.count_nonzero(~np.isnan(reps.auroc)))
 
     def ci(values: FloatArray) -> Interval:
@@ -141,6 +155,17 @@ def bootstrap_intervals(conf: ArrayLike, correct: ArrayLike, *, bins: int = 10,
         auroc_ci=percentile_interval(reps.auroc, level) if pos_total > 0 and neg_total > 0 else None,
         auroc_defined=defined,
     )
+
+
+def analyze_group(conf: ArrayLike, correct: ArrayLike, *, bins: int = 10, resamples: int = DEFAULT_RESAMPLES,
+                  seed: int = DEFAULT_SEED, level: float = 0.95, max_cells: int = DEFAULT_MAX_CELLS,
+                  stream: np.random.SeedSequence | None = None) -> tuple[CalibrationMetrics, BootstrapIntervals]:
+    """All metrics and their bootstrap intervals for one group, sorting the records once."""
+    m = check_bins(bins)
+    c, y = as_pairs(conf, correct)
+    s = Sorted.of(c, y)
+    return metrics_of_sorted(s, m), intervals_of_sorted(s, m, resamples=resamples, seed=seed, level=level,
+                                                        max_cells=max_cells, stream=stream)
 
 
 def direct_metrics(conf: FloatArray, correct: FloatArray, bins: int) -> dict[Metric, float]:

@@ -115,13 +115,18 @@ def calibration_metrics(conf: ArrayLike, correct: ArrayLike, bins: int = 10) -> 
     """All metrics of one group. Raises ValueError on empty, NaN or out-of-range input."""
     m = check_bins(bins)
     c, y = as_pairs(conf, correct)
-    s = Sorted.of(c, y)
-    wt = width_table(c, y, m)
-    mt = mass_table(s, m)
+    return metrics_of_sorted(Sorted.of(c, y), m)
+
+
+def metrics_of_sorted(s: Sorted, bins: int) -> CalibrationMetrics:
+    """All metrics of validated records already sorted by confidence (one sort serves everything)."""
+    c, y = s.conf, s.correct
+    wt = width_table(c, y, bins)
+    mt = mass_table(s, bins)
     brier = float(np.mean((c - y) ** 2))
     mass = binned_errors(mt)
     return CalibrationMetrics(
-        n=int(c.size), bins=m,
+        n=s.n, bins=bins,
         accuracy=float(y.mean()), mean_confidence=float(c.mean()),
         width=binned_errors(wt), mass=mass, ace=mass.mean_abs_gap,
         brier=brier, brier_decomposition=brier_decomposition(wt, brier),

@@ -13,9 +13,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from probe import __version__
-from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, bootstrap_intervals
+from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, analyze_group
 from probe.analysis.curves import SPARSE_BELOW, Binning, ReliabilityBin
-from probe.analysis.metrics import NLL_CLIP, BrierDecomposition, calibration_metrics
+from probe.analysis.metrics import NLL_CLIP, BrierDecomposition
 from probe.analysis.ranking import CoveragePoint
 from probe.record import SOURCES, Record, Sampling
 from probe.storage import RunInfo
@@ -43,7 +43,7 @@ DEFINITIONS: dict[str, str] = {
                              "counts in proportion)",
     "aurc": "area under the risk-coverage curve: mean over k = 1..N of 1 - accuracy of the top k",
     "intervals": "percentile bootstrap over records (multinomial cell counts; exact resampling "
-                 "distribution when a group has at most 4096 distinct confidences)",
+                 "distribution when a group has at most 2048 distinct confidences)",
     "status_counts": "all records of the group by status; only 'ok' records with a confidence and a "
                      "grade are scored (n_ok); errors are never graded as wrong answers",
     "variant '*'": "pooled over all variants of the (model, source)",
@@ -177,9 +177,8 @@ def _group_report(key: tuple[str, str, str], c: _Collect, *, bins: int, binning:
         return base
     conf = np.asarray(c.conf, dtype=np.float64)
     correct = np.asarray(c.correct, dtype=np.float64)
-    m = calibration_metrics(conf, correct, bins)
-    ci = bootstrap_intervals(conf, correct, bins=bins, resamples=resamples, seed=seed, level=level,
-                             stream=_stream(seed, key))
+    m, ci = analyze_group(conf, correct, bins=bins, resamples=resamples, seed=seed, level=level,
+                          stream=_stream(seed, key))
     primary = m.errors(binning)
     return base.model_copy(update={
         "accuracy": m.accuracy, "accuracy_ci": ci.accuracy_ci, "mean_confidence": m.mean_confidence,
