@@ -339,6 +339,12 @@ class Store:
             with self.transaction() as c:
                 c.executemany("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", rows)
 
+    def cache_put_one(self, key: str, completion: Completion) -> None:
+        """One entry, committed at once (autocommit): the runner's hot path."""
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)",
+                               (key, completion.model_dump_json(), utcnow().isoformat()))
+
     def cache_size(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM cache").fetchone()[0])

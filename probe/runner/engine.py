@@ -30,6 +30,9 @@ from probe.storage import Store
 from providers import LimiterPool, Provider, RetryPolicy, call_with_retry
 
 CACHE_TAG = "k1"
+FATAL_KINDS = ("auth", "quota")  # retrying or going on cannot help: stop the run
+FLUSH_RECORDS = 256
+FLUSH_SECONDS = 0.2
 ANSWER_MAX_TOKENS = {"mc": 5, "short": 24}
 VERBAL_MAX_TOKENS = 64
 
@@ -90,6 +93,10 @@ class Engine:
         self.collect_only = collect_only
         self.known_failure = known_failure
         self.pending: list[PendingCall] = []
+        self.fatal: CallFailure | None = None
+        self._inflight: dict[str, asyncio.Future[Outcome]] = {}
+        self._unwritten: list[Record] = []
+        self._last_flush = time.monotonic()
         self.store = store
         self.run_id = run_id
         self.spec = spec
@@ -104,7 +111,26 @@ class Engine:
 
     # -- calls ----------------------------------------------------------------------------
     async def _call(self, provider: Provider, req: ChatRequest, sample: int = 0) -> Outcome:
+        """One logical call. Identical requests in flight at once (e.g. a short question, which the
+        shuffled variant does not change) share one HTTP call and one cache entry."""
         key = cache_key(provider.connection_key, req, sample)
+        shared = self._inflight.get(key)
+        if shared is not None:
+            return await asyncio.shield(shared)
+        fut: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            outcome = await self._call_once(provider, req, key, sample)
+        except BaseException as e:
+            fut.set_exception(e)
+            fut.exception()  # mark retrieved: the waiters, if any, get it too
+            raise
+        finally:
+            del self._inflight[key]
+        fut.set_result(outcome)
+        return outcome
+
+    async def _call_once(self, provider: Provider, req: ChatRequest, key: str, sample: int) -> Outcome:
         if not self.spec.refresh:
             cached = self.store.cache_get(key)
             if cached is not None:
@@ -122,8 +148,10 @@ class Engine:
             completion = await call_with_retry(provider, req, self.policy, limiter=self.limiters.for_provider(provider))
         except ProviderError as e:
             self.progress.errors += 1
+            if e.failure.kind in FATAL_KINDS and self.fatal is None:
+                self.fatal = e.failure
             return Outcome(None, e.failure, key, req)
-        self.store.cache_put([(key, completion)])
+        self.store.cache_put_one(key, completion)
         return Outcome(completion, None, key, req)
 
     # -- records --------------------------------------------------------------------------
@@ -296,24 +324,53 @@ class Engine:
         return [self._record(unit, "consistency", v.id, outcomes, ext, correct, sampling)]
 
     # -- the whole run --------------------------------------------------------------------
+    def flush(self) -> None:
+        """Write buffered records (one transaction). Their responses are already in the cache, so
+        a crash before a flush costs no request on resume, only recomputation."""
+        if self._unwritten:
+            self.store.put_records(self._unwritten)
+            self._unwritten = []
+        self._last_flush = time.monotonic()
+
     async def run(self, units: list[Unit]) -> None:
-        """Run the units (those already done are filtered out by the caller)."""
+        """Run the units (those already done are filtered out by the caller).
+
+        Raises FatalCallError after an auth or quota failure: every further call would fail too.
+        """
         self.progress.units_total = len(units)
         sem = asyncio.Semaphore(max(64, 4 * self.spec.concurrency))
 
         async def one(unit: Unit) -> None:
             async with sem:
+                if self.fatal is not None:
+                    return
                 recs = await self.run_unit(unit)
-            self.store.put_records(recs)
+            self._unwritten += recs
+            if len(self._unwritten) >= FLUSH_RECORDS or time.monotonic() - self._last_flush > FLUSH_SECONDS:
+                self.flush()
             self.progress.units_done += 1
             self.progress.records += len(recs)
             if self.on_progress:
                 self.on_progress(self.progress)
+            if self.fatal is not None:
+                raise FatalCallError(self.fatal)
 
         tasks = [asyncio.create_task(one(u)) for u in units]
         try:
-            await asyncio.gather(*tasks)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for t in done:
+                if t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
         finally:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self.flush()
+
+
+class FatalCallError(Exception):
+    """An auth or quota failure stopped the run."""
+
+    def __init__(self, failure: CallFailure) -> None:
+        super().__init__(f"{failure.kind}: {failure.message}")
+        self.failure = failure

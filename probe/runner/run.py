@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from probe import __version__
-from probe.errors import UsageError
+from probe.errors import Failure, UsageError
 from probe.prompts import answer_prompt, ptrue_prompt, verbal_prompt
 from probe.record import Record, Sampling
-from probe.runner.engine import ANSWER_MAX_TOKENS, VERBAL_MAX_TOKENS, Engine, Progress
+from probe.runner.engine import ANSWER_MAX_TOKENS, VERBAL_MAX_TOKENS, Engine, FatalCallError, Progress
 from probe.runner.plan import Unit, build_units
 from probe.runner.spec import RunSpec
 from probe.storage import RunInfo, Store, SuiteRef
@@ -190,6 +190,13 @@ async def execute(plan: Plan, store: Store, info: RunInfo, providers: dict[str, 
                                        "message": "interrupted; resume with: probe run --resume " + info.run_id})
         store.update_run(info)
         raise
+    except FatalCallError as e:
+        info = info.model_copy(update={"status": "failed", "finished_at": datetime.now(UTC),
+                                       "model_ids": {**info.model_ids, **engine.model_ids},
+                                       "message": str(e)})
+        store.update_run(info)
+        raise Failure(f"run {info.run_id} stopped: {e}\nfix it, then resume with: probe run --resume "
+                      f"{info.run_id}") from None
     except Exception as e:
         info = info.model_copy(update={"status": "failed", "finished_at": datetime.now(UTC),
                                        "model_ids": {**info.model_ids, **engine.model_ids},
