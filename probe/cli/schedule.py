@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
+from rich.table import Column, Table
 
 from probe.cli._common import console, print_json
 from probe.cli.run import _spec_from_flags, simulator_if_needed
@@ -74,7 +74,8 @@ def list_(
     if json_out:
         print_json({"schedules": [s.model_dump(mode="json") for s in schedules]})
         return
-    t = Table("schedule", "cron", "time zone", "next fire (UTC)", "suites", "models", "last run", "webhook")
+    t = Table(Column("schedule", no_wrap=True), Column("cron", no_wrap=True), "time zone",
+              Column("next fire (UTC)", no_wrap=True), "suites", "models", Column("last run", no_wrap=True), "webhook")
     for s in schedules:
         t.add_row(s.schedule_id, s.cron, s.timezone, f"{s.next_fire_at:%Y-%m-%d %H:%M}", ", ".join(s.run.suites),
                   ", ".join(m.model for m in s.run.models), s.last_run_id or "-", "yes" if s.webhook else "no")
