@@ -8,12 +8,14 @@ records) of ``probe run --model sim/overconfident`` read back through probe.stor
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from probe.cli import main
 from probe.record import Record, Sampling
 from probe.storage import RunInfo, Store, SuiteRef
 
@@ -75,3 +77,20 @@ def store_factory(tmp_path: Path) -> Iterator[Callable[[RunInfo, list[Record]], 
     yield add
     for s in stores:
         s.close()
+
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """Run the probe command line in-process: (exit code, stdout, stderr)."""
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["probe", *argv])
+        with pytest.raises(SystemExit) as e:
+            main()
+        out = capsys.readouterr()
+        return int(e.value.code or 0), out.out, out.err
+
+    return run

@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from probe.cli import main
 from probe.record import Record
 from probe.storage import RunInfo
 
-from .conftest import MODEL, make_record, overconfident_records, run_info
-
-Cli = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
-    def run(*argv: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["probe", *argv])
-        with pytest.raises(SystemExit) as e:
-            main()
-        out = capsys.readouterr()
-        return int(e.value.code or 0), out.out, out.err
-
-    return run
+from .conftest import MODEL, Cli, make_record, overconfident_records, run_info
 
 
 @pytest.fixture
