@@ -1,8 +1,5 @@
-"""``python -m probe.sim serve …`` is ``probe sim serve …``."""
+"""``python -m probe.sim serve …`` is ``probe sim serve …`` (without loading the rest of the CLI)."""
 
-import sys
+from probe.sim._cli import main
 
-from probe.cli import main
-
-sys.argv = ["probe", "sim", *sys.argv[1:]]
 main()

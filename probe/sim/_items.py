@@ -4,7 +4,7 @@ For an item with key ``K`` (a hash of its kind, text, choices and aliases) and t
 seed ``s``:
 
 * **Latent p.** ``t = σ(μ + δ + 1.6·z)`` with ``z = normal(s, K, "p")``, ``μ = 0.4`` for mc and
-  ``0.3`` for short answers, and ``δ`` from a ``difficulty:<level>`` tag (trivial +1.8, easy +1,
+  ``0.9`` for short answers, and ``δ`` from a ``difficulty:<level>`` tag (trivial +1.8, easy +1,
   medium 0, hard −1, very-hard/expert −1.8). For a k-option mc question ``p = 1/k + (1 − 1/k)·t``
   (never below chance, so the greedy answer is also the most probable option); for a short
   answer ``p = 0.02 + 0.96·t``. Over the bundled suites mean p is about 0.65–0.7.
@@ -31,6 +31,7 @@ to their belief. Samples at temperature T > 0 are drawn from the reported distri
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -38,13 +39,12 @@ from dataclasses import dataclass
 from hashlib import blake2b
 
 from probe.grading import normalize_answer
-from probe.hashing import canonical_json
 from probe.sim._personas import Persona
 from probe.sim._rng import normal, pick, sigmoid, uniform
 from probe.suite import Question
 
 MU_MC = 0.4
-MU_SHORT = 0.3
+MU_SHORT = 0.9
 SPREAD = 1.6
 REST_SPREAD = 0.7
 SHORT_FLOOR = 0.02
@@ -151,8 +151,8 @@ def spread(total: float, shares: Sequence[float], cap: float) -> list[float]:
 
 def item_key(q: Question) -> str:
     """Stable identity of a question's content (not of the suite it is in)."""
-    content = {"kind": q.kind, "text": q.text, "choices": q.choices, "aliases": q.aliases}
-    return blake2b(canonical_json(content).encode(), digest_size=10).hexdigest()
+    content = json.dumps([q.kind, q.text, q.choices, q.aliases], ensure_ascii=False, separators=(",", ":"))
+    return blake2b(content.encode(), digest_size=10).hexdigest()
 
 
 def difficulty_shift(tags: Sequence[str]) -> float:

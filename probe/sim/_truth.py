@@ -17,8 +17,10 @@ Sources a persona cannot report (token and ptrue without logprobs) are ``availab
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -112,47 +114,50 @@ def suite_truth(suite: Suite, persona: Persona, *, seed: int = 0, samples: int =
                        samples=samples, temperature=temperature) for q in suite.questions]
 
 
-def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
-    if parts == 1:
-        yield (total,)
-        return
-    for first in range(total, -1, -1):
-        for rest in _compositions(total - first, parts - 1):
-            yield (first, *rest)
+@lru_cache(maxsize=256)
+def _compositions(total: int, parts: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every count vector of ``total`` samples over ``parts`` candidates, with the log multinomial
+    coefficient, the largest count and which candidates reach it."""
+    rows = np.array(list(itertools.combinations(range(total + parts - 1), parts - 1)), dtype=np.int64)
+    rows = rows.reshape(-1, parts - 1)
+    bounds = np.concatenate([np.full((len(rows), 1), -1), rows, np.full((len(rows), 1), total + parts - 1)],
+                            axis=1)
+    comps = np.diff(bounds, axis=1) - 1
+    coef = math.lgamma(total + 1) - np.sum(_lgamma(comps), axis=1)
+    best = comps.max(axis=1)
+    return comps, coef, best, comps == best[:, None]
+
+
+def _lgamma(counts: np.ndarray) -> np.ndarray:
+    table = np.array([math.lgamma(c + 1) for c in range(int(counts.max()) + 1)])
+    return np.asarray(table[counts])
 
 
 def consistency_truth(dist: Sequence[float], correct: Sequence[bool], k: int, *, seed: int = 0) -> SourceTruth:
     """Majority vote over ``k`` samples from ``dist``: expected share, P(right), per-m truth."""
     n = len(dist)
-    p_m = [0.0] * (k + 1)
-    right_m = [0.0] * (k + 1)
+    q = np.asarray(dist, dtype=float)
+    right = np.asarray(correct, dtype=bool)
     exact = math.comb(k + n - 1, n - 1) <= MAX_EXACT
     if exact:
-        logs = [math.log(q) if q > 0 else -math.inf for q in dist]
-        lk = math.lgamma(k + 1)
-        for comp in _compositions(k, n):
-            lp = lk
-            for c, lq in zip(comp, logs, strict=True):
-                if c:
-                    lp += c * lq - math.lgamma(c + 1)
-            if lp == -math.inf:
-                continue
-            prob = math.exp(lp)
-            best = max(comp)
-            tied = [i for i, c in enumerate(comp) if c == best]
-            p_m[best] += prob
-            right_m[best] += prob * sum(correct[i] for i in tied) / len(tied)
+        comps, coef, best, tied = _compositions(k, n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.where(comps > 0, comps * np.log(q)[None, :], 0.0)
+        prob = np.exp(coef + logs.sum(axis=1))
+        share_right = (tied & right[None, :]).sum(axis=1) / tied.sum(axis=1)
+        weights = prob
     else:
         rng = np.random.default_rng(seed)
-        counts = rng.multinomial(k, np.asarray(dist) / np.sum(dist), size=MONTE_CARLO_DRAWS)
+        counts = rng.multinomial(k, q / q.sum(), size=MONTE_CARLO_DRAWS)
         best = counts.max(axis=1)
         is_best = counts == best[:, None]
-        share_right = (is_best & np.asarray(correct)[None, :]).sum(axis=1) / is_best.sum(axis=1)
-        p_m = list(np.bincount(best, minlength=k + 1) / MONTE_CARLO_DRAWS)
-        right_m = list(np.bincount(best, weights=share_right, minlength=k + 1) / MONTE_CARLO_DRAWS)
-    by = tuple(AgreementTruth(agreeing=m, probability=float(p_m[m]),
-                              p_right=float(right_m[m] / p_m[m]) if p_m[m] > 0 else None)
+        share_right = (is_best & right[None, :]).sum(axis=1) / is_best.sum(axis=1)
+        weights = np.full(MONTE_CARLO_DRAWS, 1.0 / MONTE_CARLO_DRAWS)
+    p_m = np.bincount(best, weights=weights, minlength=k + 1)
+    right_m = np.bincount(best, weights=weights * share_right, minlength=k + 1)
+    by = tuple(AgreementTruth.model_construct(agreeing=m, probability=float(p_m[m]),
+                                              p_right=float(right_m[m] / p_m[m]) if p_m[m] > 0 else None)
                for m in range(1, k + 1))
-    expected = math.fsum(m / k * p_m[m] for m in range(k + 1))
-    return SourceTruth(available=True, confidence=float(expected), p_right=float(math.fsum(right_m)),
+    expected = float(np.dot(np.arange(k + 1) / k, p_m))
+    return SourceTruth(available=True, confidence=expected, p_right=float(right_m.sum()),
                        by_agreeing=by, exact=exact)
