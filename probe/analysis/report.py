@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from probe import __version__
+from probe.analysis._arrays import FloatArray
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, analyze_group
 from probe.analysis.curves import SPARSE_BELOW, Binning, ReliabilityBin
 from probe.analysis.metrics import NLL_CLIP, BrierDecomposition
@@ -146,7 +147,7 @@ class _Collect:
         self.items.add((r.suite, r.item_id))
 
 
-def scored_arrays(records: Iterable[Record]) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str, int]]]:
+def scored_arrays(records: Iterable[Record]) -> tuple[FloatArray, FloatArray, list[tuple[str, str, int]]]:
     """(confidence, correct, (suite, item, sample) keys) of the scored records among ``records``."""
     keep = [r for r in records if r.status == "ok" and r.confidence is not None and r.correct is not None]
     conf = np.array([r.confidence for r in keep], dtype=np.float64)

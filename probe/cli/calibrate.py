@@ -112,8 +112,11 @@ def fit_cmd(
         ),
     )
     tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(cal.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(output)
+    try:
+        tmp.write_text(cal.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(output)
+    except OSError as e:
+        raise UsageError(f"{output}: cannot write: {e.strerror or e}") from None
     if json_out:
         print_json(cal.model_dump(mode="json"))
         return

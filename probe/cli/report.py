@@ -144,6 +144,9 @@ def report(
         sys.stdout.write(text)
         return
     tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as e:
+        raise UsageError(f"{output}: cannot write: {e.strerror or e}") from None
     err_console.print(f"wrote {output}")

@@ -155,3 +155,13 @@ def test_calibrate_apply_rejects_bad_values(cli: Cli, db: Path, tmp_path: Path) 
     for bad in ("abc", "1.01", "nan"):
         code, _, err = cli("calibrate", "apply", str(cal), "0.5", bad)
         assert code == 2 and f"value 2 ({bad!r})" in err
+
+
+def test_unwritable_output_is_a_user_error(cli: Cli, db: Path, tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "out.json"
+    code, _, err = cli("report", "over-1", "--db", str(db), "--format", "json", "--resamples", "20",
+                       "-o", str(target))
+    assert code == 2 and "cannot write" in err
+    code, _, err = cli("calibrate", "fit", "over-1", "--model", MODEL, "--source", "token", "--method", "platt",
+                       "-o", str(target), "--db", str(db))
+    assert code == 2 and "cannot write" in err
