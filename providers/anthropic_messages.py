@@ -30,7 +30,7 @@ from providers.normalize import (
 )
 from providers.openai_chat import tokens_from_logprobs
 from providers.redact import Redactor
-from providers.sdk import failure_from_sdk_exception, sdk_error_payload
+from providers.sdk import PerLoop, failure_from_sdk_exception, sdk_error_payload
 
 DEFAULT_MAX_TOKENS = 1024
 _SAMPLING = ("temperature", "top_p")
@@ -92,20 +92,21 @@ class AnthropicProvider(Provider):
     def __init__(self, spec: ModelSpec, profile: HostProfile, cfg: ResolvedConfig, redactor: Redactor) -> None:
         super().__init__(spec, profile, cfg.base_url, redactor)
         self._cfg = cfg
-        self._client = anthropic.AsyncAnthropic(
-            api_key=cfg.api_key.get_secret_value() if cfg.api_key else None,
-            base_url=cfg.base_url, max_retries=0, timeout=cfg.timeout_s,
-        )
+        key = cfg.api_key.get_secret_value() if cfg.api_key else None
+        self._clients: PerLoop[anthropic.AsyncAnthropic] = PerLoop(
+            lambda: anthropic.AsyncAnthropic(api_key=key, base_url=cfg.base_url, max_retries=0,
+                                             timeout=cfg.timeout_s),
+            lambda c: c.close())
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._clients.aclose()
 
     async def _complete_once(self, req: ChatRequest) -> Completion:
         for _ in range(len(_SAMPLING) + 1):
             kwargs = anthropic_request(req, model=self.spec.model, drop=self.dropped)
             start = time.perf_counter()
             try:
-                raw = await self._client.messages.with_raw_response.create(**kwargs)
+                raw = await self._clients.get().messages.with_raw_response.create(**kwargs)
                 body = await raw.read()
             except anthropic.APIError as e:
                 status, payload = sdk_error_payload(e)

@@ -191,6 +191,7 @@ def is_logprob_refusal(status: int, payload: Any) -> bool:
     return bool(_LOGPROB_REFUSAL.search(message)) or (code == "unsupported_parameter" and "logprob" in message.lower())
 
 
+_TOKEN_FIELD = re.compile(r"(?i)unsupported parameter:?\s*[`'\"]?(max_tokens|max_completion_tokens)\b")
 _SAMPLING_PARAMS = ("temperature", "top_p")
 _REJECTION_WORDS = ("deprecated", "not supported", "unsupported", "does not support", "not allowed",
                     "is not available")
@@ -215,6 +216,17 @@ def rejected_sampling_params(status: int, payload: Any) -> tuple[str, ...]:
         if quoted and any(w in low for w in _REJECTION_WORDS):
             found.append(name)
     return tuple(found)
+
+
+def rejected_token_field(status: int, payload: Any) -> str | None:
+    """``max_tokens`` or ``max_completion_tokens`` when a 400 says the model does not take that name."""
+    if status not in (400, 422):
+        return None
+    message, _etype, _code, param = error_fields(error_object(payload))
+    if param in ("max_tokens", "max_completion_tokens"):
+        return param
+    m = _TOKEN_FIELD.search(message)
+    return m.group(1) if m else None
 
 
 def _kind_for(status: int, message: str, etype: str, code: str) -> ErrorKind:

@@ -6,6 +6,7 @@ classification are the converters' job. Transport failures become ProviderError(
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -38,12 +39,19 @@ class JsonHttpClient:
         self._redact = redact
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:  # never shows headers (they hold the key)
         return f"JsonHttpClient(timeout_s={self._timeout_s})"
 
     def _open(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self._loop is not loop:
+            # a session belongs to the loop that made it (e.g. a capability check run in an earlier
+            # asyncio.run): start a fresh one; the old loop's connections went with it
+            self._session = None
         if self._session is None or self._session.closed:
+            self._loop = loop
             self._session = aiohttp.ClientSession(
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=self._timeout_s),
@@ -69,7 +77,7 @@ class JsonHttpClient:
             raise ProviderError(failure("transient", f"{type(e).__name__}: {e}", redact=self._redact)) from None
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
+        if self._session is not None and not self._session.closed and self._loop is asyncio.get_running_loop():
             await self._session.close()
         self._session = None
 

@@ -64,11 +64,11 @@ def logprob_ask(req: ChatRequest, profile: HostProfile, *, refused: bool) -> tup
 
 
 def chat_request_to_openai(req: ChatRequest, profile: HostProfile, *, model: str, top_logprobs: int | None,
-                           drop: Sequence[str] = ()) -> dict[str, Any]:
+                           drop: Sequence[str] = (), max_tokens_field: str | None = None) -> dict[str, Any]:
     """The JSON body of a Chat Completions request. ``top_logprobs`` None: no logprob parameters."""
     body: dict[str, Any] = {"model": model, "messages": [{"role": m.role, "content": m.content} for m in req.messages]}
     if req.max_tokens is not None:
-        body[profile.max_tokens_field] = req.max_tokens
+        body[max_tokens_field or profile.max_tokens_field] = req.max_tokens
     if req.temperature is not None and "temperature" not in drop:
         body["temperature"] = req.temperature
     if req.top_p is not None and "top_p" not in drop:
@@ -201,6 +201,8 @@ def choice_from_openai(choice: Any, position: int, ask: LogprobAsk) -> ChoiceDic
     text, refusal = _message_parts(choice)
     finish = choice.get("finish_reason")
     finish = finish if isinstance(finish, str) else None
+    if finish == "content_filter" and refusal is None:
+        refusal = "content_filter"
     tokens = tokens_from_logprobs(choice.get("logprobs"))
     if tokens is None:
         if not ask.requested:

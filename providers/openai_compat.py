@@ -16,6 +16,7 @@ from providers.errors import (
     is_logprob_refusal,
     parse_body,
     rejected_sampling_params,
+    rejected_token_field,
 )
 from providers.hosts import HostProfile
 from providers.http import HttpResult, JsonHttpClient
@@ -23,7 +24,7 @@ from providers.normalize import MalformedPayload
 from providers.openai_chat import LogprobAsk, chat_request_to_openai, completion_from_openai, logprob_ask
 from providers.redact import Redactor
 
-MAX_SENDS = 3  # the original, without logprobs, without a rejected sampling parameter
+MAX_SENDS = 4  # the original, then without logprobs / a rejected sampling parameter / with the other token cap
 
 
 def _auth_headers(profile: HostProfile, cfg: ResolvedConfig) -> dict[str, str]:
@@ -52,6 +53,7 @@ class OpenAIChatProvider(Provider):
         super().__init__(spec, profile, cfg.base_url, redactor)
         self._cfg = cfg
         self._url, params = chat_url(profile, cfg, self.wire_model)
+        self.max_tokens_field = profile.max_tokens_field
         self._http = JsonHttpClient(headers=_auth_headers(profile, cfg), timeout_s=cfg.timeout_s,
                                     redact=redactor, params=params)
 
@@ -62,7 +64,7 @@ class OpenAIChatProvider(Provider):
         for _ in range(MAX_SENDS):
             ask, top = logprob_ask(req, self.profile, refused=self.logprobs_refused)
             body = chat_request_to_openai(req, self.profile, model=self.wire_model, top_logprobs=top,
-                                          drop=self.dropped)
+                                          drop=self.dropped, max_tokens_field=self.max_tokens_field)
             result = await self._http.post_json(self._url, body)
             if result.status < 400:
                 return self._read(result, ask)
@@ -80,6 +82,10 @@ class OpenAIChatProvider(Provider):
         new = [p for p in rejected_sampling_params(status, payload) if p in body and p not in self.dropped]
         if new:
             self.dropped = (*self.dropped, *new)
+            return True
+        field = rejected_token_field(status, payload)
+        if field is not None and field in body:  # reasoning models want max_completion_tokens, old hosts max_tokens
+            self.max_tokens_field = "max_completion_tokens" if field == "max_tokens" else "max_tokens"
             return True
         return False
 

@@ -35,7 +35,7 @@ from providers.normalize import (
 )
 from providers.openai_chat import LogprobAsk, logprob_ask, tokens_from_chat_shape
 from providers.redact import Redactor
-from providers.sdk import failure_from_sdk_exception, sdk_error_payload
+from providers.sdk import PerLoop, failure_from_sdk_exception, sdk_error_payload
 
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 MIN_OUTPUT_TOKENS = 16
@@ -110,13 +110,13 @@ class OpenAIResponsesProvider(Provider):
     def __init__(self, spec: ModelSpec, profile: HostProfile, cfg: ResolvedConfig, redactor: Redactor) -> None:
         super().__init__(spec, profile, cfg.base_url, redactor)
         self._cfg = cfg
-        self._client = openai.AsyncOpenAI(
-            api_key=cfg.api_key.get_secret_value() if cfg.api_key else "unused",
-            base_url=cfg.base_url, max_retries=0, timeout=cfg.timeout_s,
-        )
+        key = cfg.api_key.get_secret_value() if cfg.api_key else "unused"
+        self._clients: PerLoop[openai.AsyncOpenAI] = PerLoop(
+            lambda: openai.AsyncOpenAI(api_key=key, base_url=cfg.base_url, max_retries=0, timeout=cfg.timeout_s),
+            lambda c: c.close())
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._clients.aclose()
 
     async def _complete_once(self, req: ChatRequest) -> Completion:
         for _ in range(3):
@@ -124,7 +124,7 @@ class OpenAIResponsesProvider(Provider):
             kwargs = responses_request(req, model=self.spec.model, top_logprobs=top, drop=self.dropped)
             start = time.perf_counter()
             try:
-                raw = await self._client.responses.with_raw_response.create(**kwargs)
+                raw = await self._clients.get().responses.with_raw_response.create(**kwargs)
             except openai.APIError as e:
                 status, payload = sdk_error_payload(e)
                 if top is not None and is_logprob_refusal(status, payload):

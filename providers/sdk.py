@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
 import httpx2
 
@@ -39,3 +41,27 @@ def sdk_error_payload(exc: BaseException) -> tuple[int, Any]:
     if response is None:
         return 0, None
     return response.status_code, parse_body(response.content)
+
+
+C = TypeVar("C")
+
+
+class PerLoop(Generic[C]):
+    """One SDK client per event loop: its pooled connections belong to the loop that opened them."""
+
+    def __init__(self, factory: Callable[[], C], close: Callable[[C], Awaitable[None]]) -> None:
+        self._factory = factory
+        self._close = close
+        self._client: C | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> C:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client, self._loop = self._factory(), loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._close(self._client)
+        self._client = self._loop = None

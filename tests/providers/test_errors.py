@@ -125,3 +125,16 @@ def test_go_durations_and_header_precedence() -> None:
     assert retry_after_from_headers({"Retry-After-Ms": "1500"}, NOW) == 1.5
     assert retry_after_from_headers({"retry-after": "garbage"}, NOW) is None
     assert retry_after_from_headers({"x-ratelimit-reset-requests": "1s"}, NOW) is None  # remaining not 0
+
+
+def test_redactor_masks_keys_and_credential_shapes() -> None:
+    r = Redactor(["sk-live-123456", None, "ab"])
+    assert r("key sk-live-123456 here") == "key [redacted] here"
+    assert r("Authorization: Bearer abcdefghijkl") == "Authorization: [redacted]"
+    assert r("{'authorization': 'Bearer zzzzzzzzzzzz', 'x': 1}") == "{'authorization': '[redacted]', 'x': 1}"
+    assert r("headers api-key: q1w2e3r4t5 and x-api-key=QQQQQQQQ") == "headers api-key: [redacted] and x-api-key=[redacted]"
+    assert r("GET /v1beta/models/m:generateContent?key=AIzaSyXXXX&alt=json") == (
+        "GET /v1beta/models/m:generateContent?key=[redacted]&alt=json")
+    assert r("x-goog-api-key: AIzaSyYYYY") == "x-goog-api-key: [redacted]"
+    assert r("ab is too short to be a secret") == "ab is too short to be a secret"
+    assert "secrets" in repr(r) and "sk-live" not in repr(r)

@@ -234,3 +234,45 @@ def test_one_session_per_provider(server: LoopbackServer) -> None:
     assert len(run(provider, calls)) == 1
     assert len(server.received) == 8
     assert provider._http._session is None  # type: ignore[attr-defined]  # closed by aclose
+
+
+def test_network_guard_stops_a_real_vendor_url(loopback_only: list[str]) -> None:
+    provider = create_provider(ModelSpec.parse("openai/gpt-4o-mini"), env={"OPENAI_API_KEY": "sk-test"})
+    assert provider.base_url == "https://api.openai.com/v1"
+    with pytest.raises(ProviderError) as e:
+        run(provider, lambda p: p.complete(REQ))
+    assert e.value.kind == "transient" and loopback_only == ["api.openai.com"]
+
+
+def test_max_tokens_field_learned_from_a_400(server: LoopbackServer) -> None:
+    server.queue(Reply(status=400, body={"error": {
+        "message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                   "'max_completion_tokens' instead.", "type": "invalid_request_error", "param": "max_tokens",
+        "code": "unsupported_parameter"}}), Reply(body=P.OPENAI_EQUIVALENT), Reply(body=P.OPENAI_EQUIVALENT))
+    provider = create_provider(ModelSpec.parse("azure/o3-mini"), env={"AZURE_OPENAI_ENDPOINT": server.url,
+                                                                      "AZURE_OPENAI_API_KEY": "k"})
+
+    async def twice(p: Provider) -> Completion:
+        await p.complete(REQ)
+        return await p.complete(REQ)
+
+    run(provider, twice)
+    assert [("max_tokens" in r.json, "max_completion_tokens" in r.json) for r in server.received] == [
+        (True, False), (False, True), (False, True)]
+
+
+def test_content_filter_finish_is_a_refusal() -> None:
+    from providers.openai_chat import LogprobAsk, completion_from_openai
+
+    payload = json.loads(json.dumps(P.OLLAMA_SILENT_DROP))
+    payload["choices"][0].update(finish_reason="content_filter", message={"role": "assistant", "content": None})
+    ch = completion_from_openai(payload, LogprobAsk(requested=False, sent=False, top_k=None)).first
+    assert ch.refusal == "content_filter" and ch.text == ""
+
+
+def test_provider_survives_across_event_loops(server: LoopbackServer) -> None:
+    server.handler = lambda r: Reply(body=P.OPENAI_EQUIVALENT)
+    provider = make(server, "vllm/m")
+    asyncio.run(provider.complete(REQ))  # e.g. a capability check in its own asyncio.run
+    c = run(provider, lambda p: p.complete(REQ))  # then the run, in another loop
+    assert c.first.text == "Hello!" and len(server.received) == 2
