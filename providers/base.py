@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from probe.completion import ChatRequest, Completion, Usage
 from probe.spec import ModelSpec
 from providers.hosts import HostProfile
-from providers.redact import Redactor
+from providers.redact import Redactor, public_url
 
 
 class Capabilities(BaseModel):
@@ -44,7 +44,7 @@ class Provider(abc.ABC):
         self.name = spec.provider
         self.profile = profile
         self.base_url = base_url
-        self.connection_key = f"{spec.provider}|{base_url}|{spec.model}"
+        self.connection_key = f"{spec.provider}|{public_url(base_url)}|{spec.model}"
         self.capabilities = Capabilities(logprobs=profile.logprobs, max_top_logprobs=profile.max_top_logprobs,
                                          supports_n=profile.supports_n)
         self.redact = redactor
@@ -52,7 +52,7 @@ class Provider(abc.ABC):
         self.dropped: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.spec.name!r}, base_url={self.base_url!r})"
+        return f"{type(self).__name__}({self.spec.name!r}, base_url={public_url(self.base_url)!r})"
 
     @property
     def wire_model(self) -> str:

@@ -15,13 +15,13 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probe.completion import ChatRequest, Completion, Message, ProviderError
 from probe.hashing import versioned_hash
 from providers.base import Provider
+from providers.redact import public_url
 
 CACHE_VERSION = "cap1"
 DEFAULT_MAX_AGE_S = 7 * 24 * 3600.0
@@ -54,15 +54,6 @@ class CapabilityReport(BaseModel):
     notes: tuple[str, ...] = Field(default=(), description="Anything else worth knowing.")
     error: str | None = Field(default=None, description="Redacted failure, if the check failed.")
     error_kind: str | None = Field(default=None, description="CallFailure kind, if the check failed.")
-
-
-def public_url(url: str) -> str:
-    """``url`` without user info, query or fragment (nothing secret goes into a cache key or report)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def cache_key(provider: Provider) -> str:

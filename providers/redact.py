@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 MASK = "[redacted]"
 
@@ -45,3 +46,20 @@ class Redactor:
         for pattern in _PATTERNS:
             text = pattern.sub(lambda m: m.group(1) + MASK, text)
         return text
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment: safe for keys, reports and logs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def url_secrets(url: str) -> list[str]:
+    """Credentials embedded in a URL (user info), to be masked like keys."""
+    parts = urlsplit(url)
+    return [s for s in (parts.password, parts.username) if s]

@@ -12,7 +12,7 @@ from probe.spec import ModelSpec
 from providers.base import Provider
 from providers.config import base_url_variables, key_variables, resolve_config
 from providers.hosts import ALIASES, PROFILES, HostProfile, profile_for
-from providers.redact import Redactor
+from providers.redact import Redactor, url_secrets
 
 
 class ProviderInfo(BaseModel):
@@ -63,7 +63,8 @@ def create_provider(spec: ModelSpec, env: Mapping[str, str] | None = None) -> Pr
     """The adapter for ``spec``; ConfigError (naming the variable to set) before any request."""
     profile = _profile(spec)
     cfg = resolve_config(spec, profile, os.environ if env is None else env)
-    redactor = Redactor([s.get_secret_value() for s in (cfg.api_key, cfg.bearer_token) if s is not None])
+    redactor = Redactor([*(s.get_secret_value() for s in (cfg.api_key, cfg.bearer_token) if s is not None),
+                         *url_secrets(cfg.base_url)])
     if profile.family == "openai-chat":
         from providers.openai_compat import OpenAIChatProvider
 

@@ -72,7 +72,7 @@ async def _check(spec: ModelSpec, refresh: bool, cache_path: Path | None) -> tup
 
 @app.command("check")
 def check(
-    model: str = typer.Argument(..., help="provider/model, e.g. openai/gpt-4.1-mini or sim/calibrated."),
+    model: str = typer.Argument(..., help="provider/model, e.g. sim/calibrated (see: probe providers list)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     refresh: bool = typer.Option(False, "--refresh", help="Ignore the cached report and check again."),
     cache_path: Path | None = typer.Option(None, "--cache", help="Capability cache file (default under ~/.cache/probe)."),

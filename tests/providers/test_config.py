@@ -104,3 +104,9 @@ def test_public_surface_is_exactly_the_intended_names() -> None:
         "AdaptiveLimiter", "Capabilities", "CapabilityReport", "LimiterPool", "Provider", "ProviderInfo",
         "RetryPolicy", "call_with_retry", "create_provider", "known_providers", "probe_capabilities"])
     assert all(hasattr(providers, n) for n in providers.__all__)
+
+
+def test_credentials_in_a_base_url_stay_out_of_keys_and_reprs() -> None:
+    p = create_provider(ModelSpec.parse("vllm/m"), env={"VLLM_BASE_URL": "http://user:s3cret-pass@127.0.0.1:8000/v1"})
+    assert p.connection_key == "vllm|http://127.0.0.1:8000/v1|m"
+    assert "s3cret" not in repr(p) and p.redact("url http://user:s3cret-pass@h") == "url http://[redacted]:[redacted]@h"
