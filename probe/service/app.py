@@ -10,7 +10,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from urllib.parse import parse_qs
 
 import jinja2
@@ -21,7 +21,7 @@ from fastapi.security import HTTPBearer
 from starlette.middleware import Middleware
 
 from probe import __version__
-from probe.analysis import POOLED, RunReport, build_report
+from probe.analysis import POOLED, RunReport
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from probe.record import SOURCES
 from probe.reports import (
@@ -179,22 +179,8 @@ def create_app(config: ServiceConfig, runtime: Runtime | None = None) -> FastAPI
         if info is None:
             return _not_found(f"no run {run_id!r}")
 
-        def work() -> bytes:
-            rep = build_report(info, store.records(run_id), bins=bins, binning=binning, resamples=resamples,
-                               seed=seed)
-            return json.dumps(rep.model_dump(mode="json"), ensure_ascii=False, allow_nan=False).encode()
-
-        body = await cached(info, ("metrics", bins, binning, resamples, seed), work)
+        body = await rt.metrics_body(info, bins=bins, binning=binning, resamples=resamples, seed=seed)
         return Response(body, media_type=JSON)
-
-    async def cached(info: RunInfo, key: tuple[object, ...], work: Any) -> bytes:
-        async def compute() -> bytes:
-            result: bytes = await asyncio.to_thread(work)
-            return result
-
-        if info.status not in FINAL:
-            return await compute()
-        return await rt.results.get((info.run_id, info.status, info.finished_at, *key), compute)
 
     @api.get("/runs/{run_id}/report", response_class=HTMLResponse, tags=["results"], responses={404: {}})
     async def html_report(run_id: str, bins: Annotated[int, Query(ge=1, le=1000)] = 10,
@@ -211,7 +197,7 @@ def create_app(config: ServiceConfig, runtime: Runtime | None = None) -> FastAPI
                                      seed=seed)
             return html.encode("utf-8")
 
-        return HTMLResponse(await cached(info, ("report", bins, binning, resamples, seed), work))
+        return HTMLResponse(await rt.cached(info, ("report", bins, binning, resamples, seed), work))
 
     # -- across runs ----------------------------------------------------------------------------
     @api.get("/compare", response_model=Comparison, tags=["results"], responses={404: {}, 422: {}})

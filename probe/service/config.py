@@ -35,6 +35,7 @@ class ServiceConfig(BaseModel):
                                                      "SIM_BASE_URL is not set.")
     webhook_attempts: int = Field(default=4, ge=1, le=20, description="Delivery attempts per drift webhook.")
     report_cache: int = Field(default=64, ge=0, description="Finished runs' metrics/reports kept in memory.")
+    warm_metrics: bool = Field(default=True, description="Compute a run's default metrics as soon as it ends.")
     recent_runs: int = Field(default=20, ge=1, le=500, description="Runs listed on the / page.")
 
 

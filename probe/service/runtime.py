@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 from collections import OrderedDict
@@ -21,6 +22,8 @@ from pathlib import Path
 
 from tenacity.wait import WaitBaseT
 
+from probe.analysis import Binning, build_report
+from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from probe.completion import ConfigError
 from probe.errors import UsageError
 from probe.runner.engine import Engine
@@ -98,6 +101,7 @@ class ResultCache:
 class _Loops:
     workers: list[asyncio.Task[None]] = field(default_factory=list)
     background: list[asyncio.Task[None]] = field(default_factory=list)
+    warming: set[asyncio.Task[None]] = field(default_factory=set)
 
 
 class Runtime:
@@ -160,11 +164,39 @@ class Runtime:
         await asyncio.gather(*running, return_exceptions=True)
         if interrupted:
             log.info("stopped; interrupted run(s) %s will resume on the next start", ", ".join(interrupted))
-        for t in self._loops.workers:
+        for t in [*self._loops.workers, *self._loops.warming]:
             t.cancel()
-        await asyncio.gather(*self._loops.workers, return_exceptions=True)
+        await asyncio.gather(*self._loops.workers, *self._loops.warming, return_exceptions=True)
         leases.release_all(self.store, self.owner)
         self._sim.close()
+
+    # -- results ------------------------------------------------------------------------------
+    async def cached(self, info: RunInfo, key: tuple[object, ...], work: Callable[[], bytes]) -> bytes:
+        """``work()`` (run in a thread), kept per finished run state and ``key``; recomputed while a run is
+        unfinished (its records still change)."""
+        async def compute() -> bytes:
+            return await asyncio.to_thread(work)
+
+        if info.status not in FINAL:
+            return await compute()
+        return await self.results.get((info.run_id, info.status, info.finished_at, *key), compute)
+
+    async def metrics_body(self, info: RunInfo, *, bins: int = 10, binning: Binning = "width",
+                           resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> bytes:
+        """The run's report as the JSON bytes `probe report --format json` prints (compact)."""
+        def work() -> bytes:
+            rep = build_report(info, self.store.records(info.run_id), bins=bins, binning=binning,
+                               resamples=resamples, seed=seed)
+            return json.dumps(rep.model_dump(mode="json"), ensure_ascii=False, allow_nan=False).encode()
+
+        return await self.cached(info, ("metrics", bins, binning, resamples, seed), work)
+
+    async def _warm(self, run_id: str) -> None:
+        """Compute a finished run's default metrics now, so the first reader does not wait."""
+        try:
+            await self.metrics_body(self.store.get_run(run_id))
+        except Exception:
+            log.exception("computing the metrics of run %s", run_id)
 
     # -- submitting -------------------------------------------------------------------------
     async def prepare(self, spec: RunSpec) -> Plan:
@@ -265,12 +297,17 @@ class Runtime:
         active = ActiveRun(task=task)
         self.active[run_id] = active
         try:
-            await task
+            info = await task
         except asyncio.CancelledError:
             if active.cancel_requested:
                 self._mark_cancelled(run_id)
             else:
                 raise
+        else:
+            if info.status in FINAL and self.config.warm_metrics:
+                warm = asyncio.create_task(self._warm(run_id))
+                self._loops.warming.add(warm)
+                warm.add_done_callback(self._loops.warming.discard)
         finally:
             self.active.pop(run_id, None)
             leases.release(self.store, leases.run_lease(run_id), self.owner)
