@@ -46,6 +46,7 @@ Send = Callable[[Message], Awaitable[None]]
 MODEL_VERSION = "v1"
 _JSON = (b"content-type", b"application/json")
 _HANG_POLL_S = 0.1
+MAX_REPEAT_KEYS = 1_000_000
 TRUNCATED_LOG = "ASGI callable returned without completing response."
 
 
@@ -292,6 +293,8 @@ class SimApp:
             else:
                 key = (persona.name, resolved.text_key, req.temperature, api)
                 seen = self._occurrences.get(key, 0)
+                if len(self._occurrences) >= MAX_REPEAT_KEYS:
+                    self._occurrences.clear()
                 self._occurrences[key] = seen + 1
                 stream = f"o{seen}"
         gens = []

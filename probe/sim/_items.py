@@ -7,7 +7,7 @@ seed ``s``:
   ``0.9`` for short answers, and ``δ`` from a ``difficulty:<level>`` tag (trivial +1.8, easy +1,
   medium 0, hard −1, very-hard/expert −1.8). For a k-option mc question ``p = 1/k + (1 − 1/k)·t``
   (never below chance, so the greedy answer is also the most probable option); for a short
-  answer ``p = 0.02 + 0.96·t``. Over the bundled suites mean p is about 0.65–0.7.
+  answer ``p = 0.02 + 0.96·t``. Over the bundled suites mean p is about 0.6–0.7.
 * **Greedy answer.** Right iff ``uniform(s, K, "right") < p``, so it is right with probability p.
   Wrong: an mc question answers a wrong option drawn uniformly; a short one answers its first
   near miss.
@@ -256,14 +256,33 @@ def near_misses(aliases: Sequence[str], peers: Sequence[str], seed: int, key: st
         value = int(canonical.replace(",", ""))
         offsets = sorted(_NUMERIC_OFFSETS, key=lambda d: uniform(seed, key, "offset", d))
         for d in offsets:
+            if len(out) >= count:
+                return out
             add(str(value + d))
-    for peer in sorted(set(peers), key=lambda s: uniform(seed, key, "peer", s)):
-        add(peer)
+    pool = list(dict.fromkeys(peers))
+    if pool:
+        # a hashed starting point and stride through the peers (cheap for thousands of them)
+        start = int(uniform(seed, key, "peer") * len(pool))
+        stride = _coprime_stride(len(pool), uniform(seed, key, "stride"))
+        for i in range(len(pool)):
+            if len(out) >= count:
+                return out
+            add(pool[(start + i * stride) % len(pool)])
     i = 0
     while len(out) < count:
         add(_mutate(canonical, i) if i < 40 else f"{canonical} {i}")
         i += 1
     return out
+
+
+def _coprime_stride(n: int, u: float) -> int:
+    """A step in [1, n) sharing no factor with n (so striding visits every element once)."""
+    if n <= 2:
+        return 1
+    step = 1 + int(u * (n - 1))
+    while math.gcd(step, n) != 1:
+        step = step % (n - 1) + 1
+    return step
 
 
 def _mutate(text: str, i: int) -> str:
