@@ -89,7 +89,9 @@ class GroupReport(BaseModel):
     coverage_curve: list[CoveragePoint] = Field(default_factory=list, description="Accuracy–coverage curve.")
     bins_width: list[ReliabilityBin] = Field(default_factory=list, description="Equal-width curve.")
     bins_mass: list[ReliabilityBin] = Field(default_factory=list, description="Equal-mass curve.")
-    sampling: list[Sampling] = Field(default_factory=list, description="Distinct sampling parameters seen.")
+    sampling: list[Sampling] = Field(
+        default_factory=list, description="Distinct sampling parameters seen (max_tokens aside: it only truncates)."
+    )
 
 
 class RunReport(BaseModel):
@@ -134,7 +136,9 @@ class _Collect:
     def add(self, r: Record) -> None:
         self.statuses[r.status] += 1
         self.suites.add(r.suite)
-        self.sampling.add(r.sampling)
+        # max_tokens only truncates (mc answers get fewer than short ones): it does not change the
+        # distribution confidences come from, so it does not make records incomparable
+        self.sampling.add(r.sampling.model_copy(update={"max_tokens": None}))
         if r.model_reported:
             self.reported.add(r.model_reported)
         if r.status != "ok":

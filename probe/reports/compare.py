@@ -123,7 +123,8 @@ def sampling_warnings(entries: Sequence[Entry], runs: Sequence[RunInfo], records
     if out:
         return out  # the runs differ: per-source detail would repeat it
     for source in SOURCES:
-        seen = [frozenset(r.sampling for r in rs if r.source == source) for rs in records]
+        seen = [frozenset(r.sampling.model_copy(update={"max_tokens": None}) for r in rs if r.source == source)
+                for rs in records]
         present = [(e, s) for e, s in zip(entries, seen, strict=True) if s]
         if len({s for _, s in present}) > 1:
             parts = "; ".join(f"{e.label}: " + " | ".join(sorted(sampling_text(x) for x in s)) for e, s in present)
