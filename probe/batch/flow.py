@@ -27,11 +27,11 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from probe.batch.split import custom_id_for, split_sizes
+from probe.batch.split import custom_id_for, starts_new_batch, too_large
 from probe.batch.store import OPEN_STATES, BatchRow, BatchStore, RequestRow
 from probe.completion import CallFailure, Completion, ProviderError
 from probe.errors import UsageError
-from probe.runner.engine import Engine, PendingCall, Progress
+from probe.runner.engine import Engine, PendingCall
 from probe.runner.run import Plan, remaining_units
 from probe.runner.spec import RunSpec
 from probe.spec import ModelSpec
@@ -40,6 +40,7 @@ from providers import Provider, RetryPolicy
 from providers.batch_base import (
     BatchInfo,
     BatchLimits,
+    BatchLine,
     BatchVendor,
     LineOutcome,
     has_batch_engine,
@@ -49,6 +50,7 @@ from providers.hosts import profile_for
 from providers.normalize import MalformedPayload
 
 FLUSH_LINES = 1000
+UNIT_SLICE = 2000  # units per engine pass: bounds the pending calls held at once
 _MISSING = {
     "expired": "the batch expired before this request ran (no result line)",
     "canceled": "the batch was cancelled before this request ran (no result line)",
@@ -86,7 +88,9 @@ class AdvanceReport(BaseModel):
     submitted: list[BatchSummary] = Field(default_factory=list, description="Batches created now.")
     in_flight: list[BatchSummary] = Field(default_factory=list, description="Batches the vendors still hold.")
     problems: list[str] = Field(default_factory=list, description="Polls, downloads or submissions that failed.")
-    records_written: int = Field(default=0, description="Records written by the engine pass.")
+    records_written: int = Field(default=0, description="Records (re)written by this pass's engine run.")
+    records: int = Field(default=0, description="Records the run holds afterwards.")
+    records_planned: int = Field(default=0, description="Records the run's plan holds.")
     cache_filled: int = Field(default=0, description="Responses put in the cache from result lines.")
     live_calls: int = Field(default=0, description="Live calls made (models not in batch mode only).")
     complete: bool = Field(default=False, description="Nothing pending and no batch open.")
@@ -223,64 +227,98 @@ async def _poll(ctx: _Ctx, row: BatchRow, report: AdvanceReport, *, collect: boo
     report.collected.append(BatchSummary.of(ctx.bstore.get(row.local_id), ctx.bstore.outcome_counts(row.local_id)))
 
 
-# -- the engine pass -------------------------------------------------------------------------------
-async def _engine_pass(ctx: _Ctx) -> tuple[list[PendingCall], Progress, dict[str, str]]:
+# -- the engine pass and submission ----------------------------------------------------------------
+class _Batcher:
+    """One model's next batch, filled line by line and submitted when the next line would pass a limit
+    (so a large plan never holds more than one batch per model in memory)."""
+
+    def __init__(self, ctx: _Ctx, model: str, stage: int, report: AdvanceReport) -> None:
+        self.ctx, self.model, self.stage, self.report = ctx, model, stage, report
+        self.vendor = ctx.vendors[model]
+        self.limits = ctx.limits or self.vendor.limits
+        self.envelope = self.vendor.envelope_bytes()
+        self.refused, self.dropped = ctx.bstore.learned(ctx.run_id, model)
+        self.base = {"connection_key": ctx.providers[model].connection_key}
+        self.lines: dict[str, BatchLine] = {}
+        self.size = self.envelope
+        self.failed = False
+
+    async def add(self, call: PendingCall) -> None:
+        if self.failed or call.key in self.lines:
+            return
+        line = self.vendor.build_line(custom_id_for(call.key), call.request, logprobs_refused=self.refused,
+                                      dropped=self.dropped)
+        if too_large(line.size, self.limits, self.envelope):
+            self._too_large(call.key, line)
+            return
+        if starts_new_batch(len(self.lines), self.size, line.size, self.limits) and not await self.flush():
+            return
+        self.lines[call.key] = line
+        self.size += line.size
+
+    def _too_large(self, key: str, line: BatchLine) -> None:
+        bstore, local_id = self.ctx.bstore, _new_local_id()
+        bstore.add_batch(local_id, self.ctx.run_id, self.model, self.vendor.vendor, self.stage, 0,
+                         [RequestRow(custom_id=line.custom_id, cache_key=key, meta=line.meta)],
+                         {**self.base, "not_submitted": True})
+        bstore.fail_unanswered(local_id, CallFailure(
+            kind="bad_request", message=f"request larger than a whole batch may be ({self.limits.max_bytes} bytes): "
+                                        "not submitted"))
+        bstore.update(local_id, BatchInfo(batch_id="", vendor_status="not_submitted", ended=True), state="collected")
+
+    async def flush(self) -> bool:
+        """Submit what is filled; False once a submission for this model has failed."""
+        if self.failed:
+            return False
+        if not self.lines:
+            return True
+        ctx, local_id = self.ctx, _new_local_id()
+        part = list(self.lines.values())
+        ctx.bstore.add_batch(local_id, ctx.run_id, self.model, self.vendor.vendor, self.stage, self.size,
+                             [RequestRow(custom_id=line.custom_id, cache_key=key, meta=line.meta)
+                              for key, line in self.lines.items()], self.base)
+        self.lines, self.size = {}, self.envelope
+        try:
+            info = await self.vendor.submit(part, metadata={"probe_run": ctx.run_id, "probe_batch": local_id,
+                                                            "probe_stage": str(self.stage)})
+        except ProviderError as e:
+            ctx.bstore.abandon(local_id, f"{e.failure.kind}: {e.failure.message}")
+            self.report.problems.append(f"{self.model}: submitting {len(part)} requests failed ({e.failure.kind}): "
+                                        f"{e.failure.message}")
+            self.failed = True
+            return False
+        ctx.bstore.confirm(local_id, info)
+        self.report.submitted.append(BatchSummary.of(ctx.bstore.get(local_id)))
+        return True
+
+
+async def _pass_and_submit(ctx: _Ctx, report: AdvanceReport) -> tuple[int, dict[str, str]]:
+    """Run the engine (collect-only) over the units missing records, a slice at a time, and submit the
+    pending calls not already in a batch. Returns (calls still pending, model ids reported)."""
     assert ctx.plan is not None
     wanted = set(ctx.models)
     units = [u for u in remaining_units(ctx.plan, ctx.store, ctx.run_id) if u.model in wanted]
     failures = ctx.bstore.failures(ctx.run_id)
-    engine = Engine(ctx.store, ctx.run_id, _restricted(ctx.plan.spec, ctx.models),
-                    {m: ctx.providers[m] for m in ctx.models}, RetryPolicy(), collect_only=True,
-                    known_failure=failures.get)
-    await engine.run(units)
-    return engine.pending, engine.progress, engine.model_ids
-
-
-# -- submitting ------------------------------------------------------------------------------------
-async def _submit(ctx: _Ctx, pending: list[PendingCall], report: AdvanceReport) -> None:
-    in_flight = ctx.bstore.in_flight_keys(ctx.run_id)
-    by_model: dict[str, dict[str, PendingCall]] = {}
-    for p in pending:
-        if p.key not in in_flight:
-            by_model.setdefault(p.model, {}).setdefault(p.key, p)
-    if not by_model:
-        return
+    spec = _restricted(ctx.plan.spec, ctx.models)
+    providers = {m: ctx.providers[m] for m in ctx.models}
     stage = ctx.bstore.next_stage(ctx.run_id)
-    for model, calls in by_model.items():
-        vendor = ctx.vendors[model]
-        refused, dropped = ctx.bstore.learned(ctx.run_id, model)
-        keys = list(calls)
-        lines = [vendor.build_line(custom_id_for(k), calls[k].request, logprobs_refused=refused, dropped=dropped)
-                 for k in keys]
-        limits = ctx.limits or vendor.limits
-        chunks, too_large = split_sizes([line.size for line in lines], limits, vendor.envelope_bytes())
-        base = {"connection_key": ctx.providers[model].connection_key}
-        if too_large:
-            local_id = _new_local_id()
-            ctx.bstore.add_batch(local_id, ctx.run_id, model, vendor.vendor, stage, 0,
-                                 [RequestRow(custom_id=lines[i].custom_id, cache_key=keys[i], meta=lines[i].meta)
-                                  for i in too_large], {**base, "not_submitted": True})
-            fail = CallFailure(kind="bad_request", message=f"request larger than a whole batch may be "
-                                                           f"({limits.max_bytes} bytes): not submitted")
-            ctx.bstore.fail_unanswered(local_id, fail)
-            ctx.bstore.update(local_id, BatchInfo(batch_id="", vendor_status="not_submitted", ended=True),
-                              state="collected")
-        for chunk in chunks:
-            local_id = _new_local_id()
-            part = [lines[i] for i in chunk]
-            ctx.bstore.add_batch(local_id, ctx.run_id, model, vendor.vendor, stage, sum(x.size for x in part),
-                                 [RequestRow(custom_id=lines[i].custom_id, cache_key=keys[i], meta=lines[i].meta)
-                                  for i in chunk], base)
-            try:
-                info = await vendor.submit(part, metadata={"probe_run": ctx.run_id, "probe_batch": local_id,
-                                                           "probe_stage": str(stage)})
-            except ProviderError as e:
-                ctx.bstore.abandon(local_id, f"{e.failure.kind}: {e.failure.message}")
-                report.problems.append(f"{model}: submitting {len(part)} requests failed ({e.failure.kind}): "
-                                       f"{e.failure.message}")
-                break
-            ctx.bstore.confirm(local_id, info)
-            report.submitted.append(BatchSummary.of(ctx.bstore.get(local_id)))
+    batchers = {m: _Batcher(ctx, m, stage, report) for m in ctx.models}
+    pending = 0
+    model_ids: dict[str, str] = {}
+    for i in range(0, len(units), UNIT_SLICE):
+        engine = Engine(ctx.store, ctx.run_id, spec, providers, RetryPolicy(), collect_only=True,
+                        known_failure=failures.get)
+        await engine.run(units[i:i + UNIT_SLICE])
+        report.records_written += engine.progress.records
+        model_ids.update(engine.model_ids)
+        pending += len(engine.pending)
+        in_flight = ctx.bstore.in_flight_among(ctx.run_id, [c.key for c in engine.pending])
+        for call in engine.pending:
+            if call.key not in in_flight:
+                await batchers[call.model].add(call)
+    for b in batchers.values():
+        await b.flush()
+    return pending, model_ids
 
 
 def _abandon_cut_off(ctx: _Ctx, report: AdvanceReport) -> None:
@@ -292,7 +330,7 @@ def _abandon_cut_off(ctx: _Ctx, report: AdvanceReport) -> None:
                                f"orphan batch with metadata probe_batch={row.local_id})")
 
 
-def _finish(ctx: _Ctx, report: AdvanceReport, pending: list[PendingCall], model_ids: dict[str, str]) -> None:
+def _finish(ctx: _Ctx, report: AdvanceReport, pending: int, model_ids: dict[str, str]) -> None:
     info = ctx.store.get_run(ctx.run_id)
     open_rows = ctx.bstore.batches(ctx.run_id, OPEN_STATES)
     update: dict[str, object] = {"model_ids": {**info.model_ids, **model_ids}}
@@ -312,10 +350,12 @@ def _finish(ctx: _Ctx, report: AdvanceReport, pending: list[PendingCall], model_
                               f"collect with: {hint}"}
     else:
         update |= {"status": "interrupted", "finished_at": None,
-                   "message": f"{len(pending)} requests could not be submitted ({'; '.join(report.problems)[:300]}); "
+                   "message": f"{pending} requests could not be submitted ({'; '.join(report.problems)[:300]}); "
                               f"retry with: {hint}"}
     info = info.model_copy(update=update)
     ctx.store.update_run(info)
+    report.records = sum(ctx.store.status_counts(ctx.run_id).values())
+    report.records_planned = info.planned_records
     report.status = info.status
     report.message = info.message
 
@@ -342,9 +382,7 @@ async def advance(plan: Plan, store: Store, run_id: str, providers: Mapping[str,
         _abandon_cut_off(ctx, report)
         for row in ctx.bstore.batches(run_id, ["in_progress"]):
             await _poll(ctx, row, report)
-        pending, progress, model_ids = await _engine_pass(ctx)
-        report.records_written = progress.records
-        await _submit(ctx, pending, report)
+        pending, model_ids = await _pass_and_submit(ctx, report)
         _finish(ctx, report, pending, model_ids)
     finally:
         await _close(vendors)

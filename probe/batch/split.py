@@ -17,30 +17,33 @@ def custom_id_for(cache_key: str) -> str:
     return hashlib.sha256(cache_key.encode("utf-8")).hexdigest()
 
 
-def split_sizes(sizes: Sequence[int], limits: BatchLimits, envelope: int = 0) -> tuple[list[range], list[int]]:
-    """Consecutive index ranges, each within ``limits`` (requests, and bytes including ``envelope``),
-    and the indices of entries too large to fit any batch on their own."""
-    chunks: list[range] = []
-    too_large: list[int] = []
-    start = None
-    count = 0
+def too_large(size: int, limits: BatchLimits, envelope: int = 0) -> bool:
+    """An entry that cannot fit even a batch of its own."""
+    return size + envelope > limits.max_bytes
+
+
+def starts_new_batch(count: int, used: int, size: int, limits: BatchLimits) -> bool:
+    """Whether an entry of ``size`` bytes must open a new batch, given ``count`` entries and ``used`` bytes
+    (envelope included) in the current one."""
+    return count > 0 and (count + 1 > limits.max_requests or used + size > limits.max_bytes)
+
+
+def split_sizes(sizes: Sequence[int], limits: BatchLimits, envelope: int = 0) -> tuple[list[list[int]], list[int]]:
+    """The partition the batch filler makes of entries of these sizes, in order: index lists, each within
+    ``limits`` (requests, and bytes including ``envelope``), and the indices too large for any batch."""
+    chunks: list[list[int]] = []
+    big: list[int] = []
+    current: list[int] = []
     used = envelope
-    last = 0
     for i, size in enumerate(sizes):
-        if size + envelope > limits.max_bytes:
-            if start is not None:
-                chunks.append(range(start, last + 1))
-                start = None
-            too_large.append(i)
+        if too_large(size, limits, envelope):
+            big.append(i)
             continue
-        if start is not None and (count + 1 > limits.max_requests or used + size > limits.max_bytes):
-            chunks.append(range(start, last + 1))
-            start = None
-        if start is None:
-            start, count, used = i, 0, envelope
-        count += 1
+        if starts_new_batch(len(current), used, size, limits):
+            chunks.append(current)
+            current, used = [], envelope
+        current.append(i)
         used += size
-        last = i
-    if start is not None:
-        chunks.append(range(start, last + 1))
-    return chunks, too_large
+    if current:
+        chunks.append(current)
+    return chunks, big

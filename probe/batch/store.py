@@ -179,6 +179,19 @@ class BatchStore:
             "WHERE r.run_id = ? AND b.state IN ('submitting', 'in_progress') AND r.outcome IS NULL", (run_id,))
         return {r[0] for r in rows}
 
+    def in_flight_among(self, run_id: str, keys: list[str]) -> set[str]:
+        """Which of ``keys`` are in a batch the vendor still holds (checked in chunks: plans can be large)."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(keys))
+        for i in range(0, len(unique), 500):
+            chunk = unique[i:i + 500]
+            rows = self._query(
+                "SELECT r.cache_key FROM batch_requests r JOIN batches b ON b.local_id = r.local_id "
+                f"WHERE r.run_id = ? AND r.cache_key IN ({', '.join('?' for _ in chunk)}) "
+                "AND b.state IN ('submitting', 'in_progress') AND r.outcome IS NULL", [run_id, *chunk])
+            found.update(r[0] for r in rows)
+        return found
+
     def failures(self, run_id: str) -> dict[str, CallFailure]:
         """cache key → failure, where the key's latest request failed and was not retired."""
         rows = self._query(

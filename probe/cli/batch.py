@@ -70,8 +70,8 @@ def _print_report(report: AdvanceReport, store: Store, json_out: bool) -> None:
             console.print(_summary_rows(f"{title} ({len(rows)})", rows))
     for p in report.problems:
         err_console.print(f"[yellow]warning:[/yellow] {p}", markup=True, highlight=False, soft_wrap=True)
-    console.print(f"records written: {report.records_written}   responses cached from results: "
-                  f"{report.cache_filled}" + (f"   live calls: {report.live_calls}" if report.live_calls else ""))
+    console.print(f"records: {report.records} of {report.records_planned} planned   responses cached from "
+                  f"results: {report.cache_filled}" + (f"   live calls: {report.live_calls}" if report.live_calls else ""))
     if report.complete:
         from probe.cli.run import _print_summary
 

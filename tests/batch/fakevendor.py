@@ -79,6 +79,7 @@ class FakeVendor:
         self.anthropic_batches: dict[str, dict[str, Any]] = {}
         self.anthropic_inputs: dict[str, list[dict[str, Any]]] = {}
         self.anthropic_results: dict[str, bytes] = {}
+        self.create_sizes: list[int] = []  # bytes of each Message Batches create body, as received
         self.calls: Counter[str] = Counter()
         self.base_url = ""
         self._n = 0
@@ -140,6 +141,7 @@ class FakeVendor:
             return 200, self.files[parts[2]]
         if method == "POST" and path == "/v1/messages/batches":
             self.calls["anthropic:create"] += 1
+            self.create_sizes.append(len(body))
             reqs = json.loads(body)["requests"]
             bid = self._id("msgbatch_")
             self.anthropic_inputs[bid] = reqs

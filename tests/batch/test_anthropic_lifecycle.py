@@ -126,3 +126,38 @@ def test_rejected_temperature_is_dropped_and_resubmitted(fake: FakeVendor, tmp_p
     inputs = list(fake.anthropic_inputs.values())
     assert len(inputs) == 2 and all("temperature" not in r["params"] for r in inputs[1])
     assert_same_records(store.records(info.run_id), live)
+
+
+def test_mixed_run_batch_models_and_live_models(fake: FakeVendor, tmp_path: Path) -> None:
+    """batch = true on one model of a run.toml: that model is submitted, the other is called live at once."""
+    fake.fail = lambda _cid: None
+    models = [{"model": MODEL, "batch": True}, "anthropic/claude-haiku-4-5"]
+    plan = plan_for("anthropic/unused", limit=2, sources="verbal", models=models)
+    live = _live_records(plan, tmp_path)
+    live_calls = fake.calls["live:anthropic"]
+    store = Store(tmp_path / "batch.db")
+    info = new_run(plan, store)
+    from probe.batch import batch_models_for
+
+    chosen = batch_models_for(plan.spec, False)
+    assert chosen == [MODEL]
+    reports = asyncio.run(_batch(plan, store, info, chosen, None))
+    assert reports[0].live_calls == 2 * 2 and fake.calls["live:anthropic"] == live_calls + 4
+    assert [b.model for b in reports[0].submitted] == [MODEL] and not reports[0].complete
+    assert reports[-1].complete and reports[-1].records == reports[-1].records_planned == 8
+    assert_same_records(store.records(info.run_id), live)
+
+
+def test_split_by_bytes_keeps_every_request_body_within_the_limit(fake: FakeVendor, tmp_path: Path) -> None:
+    from providers.batch_base import BatchLimits
+
+    fake.fail = lambda _cid: None
+    plan = plan_for(MODEL, limit=4, sources="verbal")
+    store = Store(tmp_path / "batch.db")
+    info = new_run(plan, store)
+    limit = BatchLimits(max_requests=1000, max_bytes=2500)
+    reports = asyncio.run(_batch(plan, store, info, [MODEL], limit))
+    assert reports[-1].complete
+    sizes = fake.create_sizes  # the bodies as the SDK sent them
+    assert len(sizes) > 1 and max(sizes) <= 2500 and max(sizes) > 2500 * 0.6
+    assert sum(len(r) for r in fake.anthropic_inputs.values()) == 8
