@@ -21,6 +21,13 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
 )
 
 
+# A Python traceback trailer some servers append to error text (llama-cpp-python's validation
+# errors: 'File "/…/site-packages/llama_cpp/server/app.py", line 376, in create_chat_completion'):
+# it tells the reader nothing and discloses the server's file layout.
+_SERVER_TRACE = re.compile(r'\s*File "[^"]*", line \d+(?:, in [\w.<>]+)?')
+SERVER_TRACE_MASK = " [server traceback removed]"
+
+
 class Redactor:
     """Scrubs known secrets and credential-shaped substrings from text."""
 
@@ -45,7 +52,7 @@ class Redactor:
                 text = text.replace(secret, MASK)
         for pattern in _PATTERNS:
             text = pattern.sub(lambda m: m.group(1) + MASK, text)
-        return text
+        return _SERVER_TRACE.sub(SERVER_TRACE_MASK, text)
 
 
 def public_url(url: str) -> str:

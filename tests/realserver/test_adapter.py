@@ -150,8 +150,6 @@ def test_validation_500_is_a_bad_request_and_not_retried(llama_server: LlamaServ
     assert llama_server.requests_seen() - before == 1
 
 
-@pytest.mark.xfail(strict=True, reason="providers/errors.py classify_http_error keeps llama-cpp-python's "
-                   "'File \"/…/site-packages/llama_cpp/server/app.py\", line N' trailer in CallFailure.message")
 def test_server_file_paths_do_not_leak_into_call_failures(base_url: str) -> None:
     raw = post(base_url + "/chat/completions", chat_body(top_p=1.5)).json()["error"]["message"]
     assert _SERVER_PATH.search(raw)  # the server does send one
