@@ -95,7 +95,7 @@ def stats_url(url: str) -> str:
 
 
 def _config(app: SimApp, graceful_s: int) -> uvicorn.Config:
-    return uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning",
+    return uvicorn.Config(app, lifespan="off", access_log=False, log_level="warning", ws="none",
                           loop="uvloop" if _has("uvloop") else "asyncio",
                           http="httptools" if _has("httptools") else "h11",
                           timeout_graceful_shutdown=graceful_s, timeout_keep_alive=30, backlog=4096)
