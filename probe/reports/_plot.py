@@ -65,7 +65,7 @@ def _draw_curve(ax: object, hist: object | None, s: CurveSeries, color: str, slo
         y = [b.accuracy for b in group]
         err = [_yerr(b.accuracy, b.accuracy_ci) for b in group]
         ax.errorbar(x, y, yerr=[[e[0] for e in err], [e[1] for e in err]], fmt="o", ms=5, color=color, mfc=face, mec=color,  # type: ignore[attr-defined]
-                    ecolor=color, elinewidth=1.0, capsize=2.5, alpha=alpha, zorder=4)
+                    ecolor=color, elinewidth=1.0, capsize=0, alpha=alpha, zorder=4)
     if hist is None:
         return
     for b in s.bins:
@@ -77,11 +77,13 @@ def _draw_curve(ax: object, hist: object | None, s: CurveSeries, color: str, slo
                  alpha=0.35 if b.sparse else 0.85, hatch="///" if b.sparse else None, edgecolor=color, lw=0.5)
 
 
-def reliability_figure(title: str, series: Sequence[CurveSeries], *, width_in: float = 5.2) -> Figure:
+def reliability_figure(title: str, series: Sequence[CurveSeries], *, width_in: float = 4.4) -> Figure:
     """Diagonal, one curve per series with Wilson interval bars (hollow markers: n < 30), and under it
     a histogram of how many predictions fell in each bin (hatched: n < 30)."""
-    fig = Figure(figsize=(width_in, width_in * 1.25), layout="constrained")
+    fig = Figure(figsize=(width_in, width_in * 1.25))
     FigureCanvasAgg(fig)
+    # fixed margins: constrained layout would measure every text on every save (a third of the time)
+    fig.subplots_adjust(left=0.15, right=0.9, top=0.94, bottom=0.085, hspace=0.1)
     ax, hist = fig.subplots(2, 1, sharex=True, height_ratios=(3.2, 1.0))
     ax.plot([0, 1], [0, 1], ls="--", color="#888888", lw=1.0, label="perfect calibration", zorder=1)
     in_hist = [s for s in series if s.pooled] or list(series)  # the pooled counts stand for their variants

@@ -71,8 +71,9 @@ def synthetic_run(store: Store, run_id: str, *, models: Sequence[str], items: in
                   variants: Sequence[str] = ("plain", "expert", "shuffled"),
                   sources: Sequence[str] = SOURCES, suite: str = "demo", fingerprint: str = "s1:demo0001",
                   seed: int = 0, temperature: float = 1.0, created_at: datetime | None = None,
-                  reported: dict[str, str] | None = None, shift: dict[str, float] | None = None) -> RunInfo:
-    """Create a completed run with synthetic records in ``store``; returns its RunInfo."""
+                  reported: dict[str, str] | None = None, shift: dict[str, float] | None = None,
+                  max_records: int | None = None) -> RunInfo:
+    """Create a completed run with synthetic records in ``store`` (at most ``max_records``); returns its RunInfo."""
     created = created_at or datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
     reported = reported if reported is not None else {m: f"{m.split('/')[-1]}-2025-01-01" for m in models}
     sampling = Sampling(temperature=temperature, top_logprobs=5, n=5)
@@ -83,7 +84,8 @@ def synthetic_run(store: Store, run_id: str, *, models: Sequence[str], items: in
                    model_ids={m: r for m, r in reported.items() if m in models},
                    planned_records=0)
     store.create_run(info)
-    for k, model in enumerate(models):
-        store.put_records(synthetic_records(run_id, model, suite, items, variants, sources, seed * 1000 + k,
-                                            sampling, reported.get(model), (shift or {}).get(model, 0.0)))
+    records = [r for k, model in enumerate(models)
+               for r in synthetic_records(run_id, model, suite, items, variants, sources, seed * 1000 + k,
+                                          sampling, reported.get(model), (shift or {}).get(model, 0.0))]
+    store.put_records(records[:max_records])
     return info
