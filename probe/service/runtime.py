@@ -43,6 +43,7 @@ log = logging.getLogger("probe.service")
 
 FINAL = ("completed", "failed", "cancelled")
 SIM_ENV = "SIM_BASE_URL"
+UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 
 
 class SpecRejected(Exception):
@@ -235,7 +236,11 @@ class Runtime:
             from probe.sim import running_sim
 
             extra = [s for s in spec.suites if Path(s).exists()]
+            # the simulator's uvicorn config sets the process-wide uvicorn loggers' levels: keep ours
+            levels = {name: logging.getLogger(name).level for name in UVICORN_LOGGERS}
             self.env[SIM_ENV] = self._sim.enter_context(running_sim(suites=extra))
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
             log.info("started the simulator at %s", self.env[SIM_ENV])
         return self.env
 
