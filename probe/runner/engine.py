@@ -169,7 +169,8 @@ class Engine:
             item_id=unit.question.id, variant=variant, source=source, sampling=sampling,
             model_reported=reported, input_tokens=sum(ins) if ins else None,
             output_tokens=sum(outs) if outs else None,
-            latency_s=sum(c.latency_s for c in done) if done else None,
+            # a batch result has no per-call wall time (its Completion carries 0.0): not measured, not zero
+            latency_s=sum(c.latency_s for c in done) if done and all(c.latency_s > 0 for c in done) else None,
             request_hash=outcomes[-1].key if outcomes else None, created_at=datetime.now(UTC),
         )
         if failure is not None:

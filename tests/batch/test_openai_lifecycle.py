@@ -108,6 +108,9 @@ def test_life_cycle_split_errors_and_records_equal_live(vendor: tuple[FakeVendor
     answered = [k for k, r in have.items() if not r["status"].startswith("error:")]
     assert len(answered) > len(got) // 2
     assert all(have[k] == want[k] for k in answered)
+    # a batch has no per-request wall time: batch-answered records say "not measured", never 0 s
+    assert all(r.latency_s is None for r in got if not r.status.startswith("error:"))
+    assert all(r.latency_s is not None and r.latency_s > 0 for r in live)
     assert store.get_run(info.run_id).message and "probe run --resume" in (store.get_run(info.run_id).message or "")
 
     # the failed lines are known failures: another advance changes nothing and submits nothing
