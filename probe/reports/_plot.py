@@ -58,14 +58,16 @@ def _draw_curve(ax: object, hist: object | None, s: CurveSeries, color: str, slo
     points = sorted((b for b in s.bins if b.n > 0), key=lambda b: b.mean_confidence or 0.0)
     ax.plot([b.mean_confidence for b in points], [b.accuracy for b in points],  # type: ignore[attr-defined]
             color=color, lw=2.4 if s.pooled else 1.4, alpha=0.9, label=literal(s.label), zorder=5 if s.pooled else 3)
-    for group, face, alpha in ((full, color, 1.0), (sparse, "white", 0.6)):
+    for group, face, alpha in ((full, color, 1.0), (sparse, "white", 0.75)):
         if not group:
             continue
         x = [b.mean_confidence for b in group]
         y = [b.accuracy for b in group]
         err = [_yerr(b.accuracy, b.accuracy_ci) for b in group]
-        ax.errorbar(x, y, yerr=[[e[0] for e in err], [e[1] for e in err]], fmt="o", ms=5, color=color, mfc=face, mec=color,  # type: ignore[attr-defined]
-                    ecolor=color, elinewidth=1.0, capsize=0, alpha=alpha, zorder=4)
+        ax.errorbar(x, y, yerr=[[e[0] for e in err], [e[1] for e in err]], fmt="o",  # type: ignore[attr-defined]
+                    ms=6.5 if s.pooled else 4.5, mew=1.4 if s.pooled else 1.0, color=color, mfc=face, mec=color,
+                    ecolor=color, elinewidth=1.6 if s.pooled else 0.8, capsize=0,
+                    alpha=alpha if s.pooled else alpha * 0.7, zorder=6 if s.pooled else 4)
     if hist is None:
         return
     for b in s.bins:
@@ -83,7 +85,7 @@ def reliability_figure(title: str, series: Sequence[CurveSeries], *, width_in: f
     fig = Figure(figsize=(width_in, width_in * 1.25))
     FigureCanvasAgg(fig)
     # fixed margins: constrained layout would measure every text on every save (a third of the time)
-    fig.subplots_adjust(left=0.15, right=0.9, top=0.94, bottom=0.085, hspace=0.1)
+    fig.subplots_adjust(left=0.16, right=0.9, top=0.94, bottom=0.085, hspace=0.1)
     ax, hist = fig.subplots(2, 1, sharex=True, height_ratios=(3.2, 1.0))
     ax.plot([0, 1], [0, 1], ls="--", color="#888888", lw=1.0, label="perfect calibration", zorder=1)
     in_hist = [s for s in series if s.pooled] or list(series)  # the pooled counts stand for their variants
@@ -101,8 +103,10 @@ def reliability_figure(title: str, series: Sequence[CurveSeries], *, width_in: f
     hist.axhline(SPARSE_BELOW, color="#888888", ls=":", lw=0.9)
     hist.text(1.01, SPARSE_BELOW, f"n={SPARSE_BELOW}", ha="left", va="center", fontsize=7, color="#666666",
               transform=hist.get_yaxis_transform(), clip_on=False)
-    hist.set(xlim=(0, 1), xlabel="confidence",
-             ylabel="predictions" + ("\n(all variants)" if any(s.pooled for s in series) else ""))
+    hist.set(xlim=(0, 1), xlabel="confidence", ylabel="predictions")
+    if any(s.pooled for s in series):
+        hist.text(0.01, 0.95, "all variants", transform=hist.transAxes, ha="left", va="top", fontsize=7,
+                  color="#666666")
     hist.grid(True, axis="y", lw=0.4, alpha=0.4)
     return fig
 
