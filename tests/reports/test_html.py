@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from probe.record import SOURCES
-from probe.reports import render_run_report, write_html_report
+from probe.reports import (
+    build_comparison,
+    history_from_store,
+    make_entries,
+    render_comparison_html,
+    render_history_html,
+    render_run_report,
+    write_html_report,
+)
 from probe.reports._notes import collapse_warnings, no_scores_note, partial_note
 from probe.storage import Store
 
@@ -121,3 +130,20 @@ def test_unfinished_run_and_errors_only_source(tmp_path: Path) -> None:
     doc = parse(html)
     assert "run is interrupted" in doc.find("div", "warn").text
     assert [n.text for n in doc.find_all("p", "unavailable")] == ["consistency: no records"]
+
+
+def test_comparison_and_history_pages_escape_names(tmp_path: Path) -> None:
+    a, b = "sim/<i>a</i>", "sim/b&<script>x</script>"
+    suite = "<u>suite</u>"
+    with Store(tmp_path / "p.db") as store:
+        info = synthetic_run(store, "r1", models=[a, b], suite=suite, items=30, sources=("verbal",))
+        synthetic_run(store, "r2", models=[a], suite=suite, items=30, sources=("verbal",), seed=1,
+                      created_at=datetime(2025, 6, 1, tzinfo=UTC))
+        entries, records, runs = make_entries([info], [store.records("r1")], [b, a])
+        cmp_html = render_comparison_html(build_comparison(runs, entries, records, resamples=50))
+        hist_html = render_history_html(history_from_store(store, suite=suite, model=a, resamples=50))
+    for html in (cmp_html, hist_html):
+        assert "<i>" not in html and "<script>" not in html and "<u>" not in html
+        assert not parse(html).find_all("script")
+    assert "sim/b&amp;&lt;script&gt;x&lt;/script&gt;" in cmp_html and "&lt;u&gt;suite&lt;/u&gt;" in hist_html
+    assert f"{b} (n=" in parse(cmp_html).find("figure", "diagram").find("svg").text
