@@ -100,7 +100,7 @@ def render_comparison_table(c: Comparison, width: int = 170) -> str:
 
 def compare(
     run_ids: list[str] = typer.Argument(..., help="Run id(s) or unique prefixes."),
-    models: str | None = typer.Option(None, "--models", help="Comma-separated models to compare (first = baseline)."),
+    models: str | None = typer.Option(None, "--models", help="Comma-separated models to compare; baseline: the first model (one run) or the first run (several)."),
     fmt_name: str = typer.Option("table", "--format", help="table, json or html."),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
     output: Path | None = typer.Option(None, "-o", "--output", help="File to write (default: stdout)."),
