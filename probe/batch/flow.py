@@ -403,16 +403,24 @@ async def start(plan: Plan, store: Store, info: RunInfo, providers: Mapping[str,
                                              "finished_at": None, "message": None}))
     live = [m.model for m in plan.spec.models if m.model not in models]
     calls = 0
+    problems: list[str] = []
     if live:
         units = [u for u in remaining_units(plan, store, info.run_id) if u.model in set(live)]
         engine = Engine(store, info.run_id, _restricted(plan.spec, live), {m: providers[m] for m in live},
                         live_policy or RetryPolicy())
-        await engine.run(units)
+        try:
+            await engine.run(units)
+        except Exception as e:  # the engine stops on an auth/quota failure: the batch models still go out
+            stopped = getattr(e, "failure", None)
+            if not isinstance(stopped, CallFailure):
+                raise
+            problems.append(f"live models stopped ({stopped.kind}): {stopped.message}")
         calls = engine.progress.calls
         current = store.get_run(info.run_id)
         store.update_run(current.model_copy(update={"model_ids": {**current.model_ids, **engine.model_ids}}))
     report = await advance(plan, store, info.run_id, providers, models, env=env, limits=limits)
     report.live_calls = calls
+    report.problems[:0] = problems
     return report
 
 

@@ -13,6 +13,7 @@ import respx
 
 from probe.batch import AdvanceReport, BatchStore, advance, start
 from probe.record import Record
+from probe.runner.engine import CACHE_TAG
 from probe.runner.run import Plan, close_providers, execute, new_run, open_providers
 from probe.storage import RunInfo, Store
 from providers import RetryPolicy
@@ -139,7 +140,7 @@ def test_request_lines_are_the_live_bodies(vendor: tuple[FakeVendor, LoopbackVen
     for line in batch["_lines"]:
         assert set(line) == {"custom_id", "method", "url", "body"}
         assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
-        assert keys[line["custom_id"]] == "k1:" + line["custom_id"]
+        assert keys[line["custom_id"]] == f"{CACHE_TAG}:{line['custom_id']}"
         body = line["body"]
         assert body["model"] == "gpt-4o-mini" and "max_completion_tokens" in body and "temperature" in body
         if body.get("logprobs"):
