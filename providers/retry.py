@@ -89,14 +89,28 @@ async def call_with_retry(provider: Provider, req: ChatRequest, policy: RetryPol
     ``on_retry(attempt, failure, delay_s)`` is called before each wait.
     """
     budget = _Budget(sleep)
+    # Fast path: most calls succeed at once, and tenacity's machinery costs about 0.2 ms of CPU
+    # per call here. Only a failure that may be retried enters the retry loop.
+    try:
+        return await _attempt(provider, req, limiter)
+    except ProviderError as e:
+        if policy.max_attempts <= 1 or not is_retryable(e.failure, policy):
+            raise
+        first = e.failure
     rand = rng or random.Random()
+    delay = backoff_s(first, 1, policy, rand)
+    if budget.elapsed() + delay > policy.max_total_s:
+        raise ProviderError(first)
+    if on_retry is not None:
+        on_retry(1, first, delay)
+    await budget.sleep(delay)
 
     def wait(state: RetryCallState) -> float:
         fail = _failure_of(state)
-        return 0.0 if fail is None else backoff_s(fail, state.attempt_number, policy, rand)
+        return 0.0 if fail is None else backoff_s(fail, state.attempt_number + 1, policy, rand)
 
     def stop(state: RetryCallState) -> bool:
-        if state.attempt_number >= policy.max_attempts:
+        if state.attempt_number + 1 >= policy.max_attempts:  # the fast path was attempt 1
             return True
         return budget.elapsed() + state.upcoming_sleep > policy.max_total_s
 
@@ -106,7 +120,7 @@ async def call_with_retry(provider: Provider, req: ChatRequest, policy: RetryPol
     def before_sleep(state: RetryCallState) -> None:
         fail = _failure_of(state)
         if on_retry is not None and fail is not None:
-            on_retry(state.attempt_number, fail, state.upcoming_sleep)
+            on_retry(state.attempt_number + 1, fail, state.upcoming_sleep)
 
     retrying = AsyncRetrying(sleep=budget.sleep, stop=stop, wait=wait, retry=retry_if_exception(should_retry),
                              before_sleep=before_sleep, reraise=True)

@@ -34,6 +34,7 @@ from probe.runner.run import (
     make_plan,
     new_run,
     open_providers,
+    run_loop,
     summarize,
 )
 from probe.runner.spec import RunSpec, load_run_config, validate_spec
@@ -164,7 +165,7 @@ def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry
     show = not json_out and sys.stderr.isatty()
     try:
         with simulator_if_needed(spec):
-            info = asyncio.run(_execute_with_progress(plan, store, info, show))
+            info = run_loop(_execute_with_progress(plan, store, info, show))
     except KeyboardInterrupt:
         err_console.print(f"\nstopped. Nothing finished is lost; resume with: probe run --resume {info.run_id}"
                           + (f" --db {db}" if db != DEFAULT_DB else ""))

@@ -9,6 +9,7 @@ the requests in flight; each unit's records are written in one transaction.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ from probe.elicit.ptrue import ptrue
 from probe.elicit.token import token_mc, token_short
 from probe.elicit.verbal import verbal
 from probe.grading import mc_choice, normalize_answer, short_correct
-from probe.hashing import versioned_hash
 from probe.prompts import RenderedPrompt, answer_prompt, ptrue_prompt, verbal_prompt
 from probe.record import Record, Sampling, Source
 from probe.runner.plan import VERBAL_FORMS, Unit
@@ -29,7 +29,7 @@ from probe.runner.spec import RunSpec
 from probe.storage import Store
 from providers import LimiterPool, Provider, RetryPolicy, call_with_retry
 
-CACHE_TAG = "k1"
+CACHE_TAG = "k2"
 FATAL_KINDS = ("auth", "quota")  # retrying or going on cannot help: stop the run
 FLUSH_RECORDS = 256
 FLUSH_SECONDS = 0.2
@@ -38,9 +38,14 @@ VERBAL_MAX_TOKENS = 64
 
 
 def cache_key(connection_key: str, req: ChatRequest, sample: int) -> str:
-    """Versioned hash of the exact request (no secrets: the connection key holds none)."""
-    return versioned_hash({"conn": connection_key, "req": req.model_dump(mode="json"), "sample": sample},
-                          tag=CACHE_TAG)
+    """Versioned hash of the exact request (no secrets: the connection key holds none).
+
+    The canonical form is pydantic's JSON of the frozen ChatRequest (fields in declaration order,
+    no dicts inside), which is deterministic and several times cheaper than sorting keys: the
+    tag changes whenever that form does.
+    """
+    raw = f"{connection_key}\n{sample}\n{req.model_dump_json()}".encode()
+    return f"{CACHE_TAG}:{hashlib.sha256(raw).hexdigest()}"
 
 
 @dataclass
