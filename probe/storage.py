@@ -303,6 +303,20 @@ class Store:
             c.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         return len(rows)
 
+    def write_batch(self, records: Iterable[Record], cache_items: Iterable[tuple[str, Completion]]) -> None:
+        """Cache entries and records in one transaction (the runner's periodic flush)."""
+        now = utcnow().isoformat()
+        rows = [(r.run_id, r.model, r.suite, r.item_id, r.variant, r.source, r.sample, r.status,
+                 r.model_dump_json()) for r in records]
+        cached = [(k, c.model_dump_json(), now) for k, c in cache_items]
+        if not rows and not cached:
+            return
+        with self.transaction() as c:
+            if cached:
+                c.executemany("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", cached)
+            if rows:
+                c.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
     def records(self, run_id: str, limit: int | None = None, offset: int = 0) -> list[Record]:
         sql = "SELECT data FROM records WHERE run_id = ? ORDER BY rowid"
         args: list[object] = [run_id]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from probe.completion import CallFailure, ChatRequest, Completion, ProviderError
 from probe.elicit._result import Extracted
@@ -32,7 +33,8 @@ from providers import LimiterPool, Provider, RetryPolicy, call_with_retry
 CACHE_TAG = "k2"
 FATAL_KINDS = ("auth", "quota")  # retrying or going on cannot help: stop the run
 FLUSH_RECORDS = 256
-FLUSH_SECONDS = 0.2
+FLUSH_RESPONSES = 64
+FLUSH_SECONDS = 0.05
 ANSWER_MAX_TOKENS = {"mc": 5, "short": 24}
 VERBAL_MAX_TOKENS = 64
 
@@ -101,6 +103,7 @@ class Engine:
         self.fatal: CallFailure | None = None
         self._inflight: dict[str, asyncio.Future[Outcome]] = {}
         self._unwritten: list[Record] = []
+        self._unwritten_cache: dict[str, Completion] = {}
         self._last_flush = time.monotonic()
         self.store = store
         self.run_id = run_id
@@ -137,7 +140,7 @@ class Engine:
 
     async def _call_once(self, provider: Provider, req: ChatRequest, key: str, sample: int) -> Outcome:
         if not self.spec.refresh:
-            cached = self.store.cache_get(key)
+            cached = self._unwritten_cache.get(key) or self.store.cache_get(key)
             if cached is not None:
                 self.progress.cache_hits += 1
                 return Outcome(cached, None, key, req)
@@ -156,7 +159,8 @@ class Engine:
             if e.failure.kind in FATAL_KINDS and self.fatal is None:
                 self.fatal = e.failure
             return Outcome(None, e.failure, key, req)
-        self.store.cache_put_one(key, completion)
+        self._unwritten_cache[key] = completion
+        self._maybe_flush()
         return Outcome(completion, None, key, req)
 
     # -- records --------------------------------------------------------------------------
@@ -202,7 +206,6 @@ class Engine:
         answer_max = ANSWER_MAX_TOKENS[q.kind]
         lp_sampling = Sampling(temperature=0.0, max_tokens=answer_max, top_logprobs=spec.top_logprobs)
         want = set(unit.sources)
-        tasks: list[asyncio.Task[list[Record]]] = []
 
         async def token_and_ptrue() -> list[Record]:
             out: list[Record] = []
@@ -229,12 +232,16 @@ class Engine:
                     out.append(pt)
             return out
 
+        parts: list[Coroutine[Any, Any, list[Record]]] = []
         if want & {"token", "ptrue"}:
-            tasks.append(asyncio.create_task(token_and_ptrue()))
+            parts.append(token_and_ptrue())
         if "verbal" in want:
-            tasks += [asyncio.create_task(self._verbal(unit, form)) for form in VERBAL_FORMS]
+            parts += [self._verbal(unit, form) for form in VERBAL_FORMS]
         if "consistency" in want:
-            tasks.append(asyncio.create_task(self._consistency(unit)))
+            parts.append(self._consistency(unit))
+        if len(parts) == 1:  # the common single-source case needs no task of its own
+            return await parts[0]
+        tasks = [asyncio.create_task(part) for part in parts]
         try:
             for t in tasks:
                 records += await t
@@ -331,12 +338,19 @@ class Engine:
 
     # -- the whole run --------------------------------------------------------------------
     def flush(self) -> None:
-        """Write buffered records (one transaction). Their responses are already in the cache, so
-        a crash before a flush costs no request on resume, only recomputation."""
-        if self._unwritten:
-            self.store.put_records(self._unwritten)
+        """Write buffered responses and records in one transaction ("transactional per batch"): a
+        crash loses at most the last FLUSH_SECONDS of responses, which resume asks again, and
+        records whose responses are stored, which resume recomputes without a request."""
+        if self._unwritten or self._unwritten_cache:
+            self.store.write_batch(self._unwritten, self._unwritten_cache.items())
             self._unwritten = []
+            self._unwritten_cache = {}
         self._last_flush = time.monotonic()
+
+    def _maybe_flush(self) -> None:
+        if (len(self._unwritten_cache) >= FLUSH_RESPONSES or len(self._unwritten) >= FLUSH_RECORDS
+                or time.monotonic() - self._last_flush > FLUSH_SECONDS):
+            self.flush()
 
     async def run(self, units: list[Unit]) -> None:
         """Run the units (those already done are filtered out by the caller).
@@ -352,8 +366,7 @@ class Engine:
                     return
                 recs = await self.run_unit(unit)
             self._unwritten += recs
-            if len(self._unwritten) >= FLUSH_RECORDS or time.monotonic() - self._last_flush > FLUSH_SECONDS:
-                self.flush()
+            self._maybe_flush()
             self.progress.units_done += 1
             self.progress.records += len(recs)
             if self.on_progress:
