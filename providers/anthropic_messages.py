@@ -111,9 +111,10 @@ class AnthropicProvider(Provider):
             except anthropic.APIError as e:
                 status, payload = sdk_error_payload(e)
                 sent = tuple(kwargs.get("extra_body", {}))
-                new = [p for p in rejected_sampling_params(status, payload) if p in sent and p not in self.dropped]
-                if new:
-                    self.dropped = (*self.dropped, *new)
+                # sent, not merely new: a call in flight may have learned the rejection first
+                rejected = [p for p in rejected_sampling_params(status, payload) if p in sent]
+                if rejected:
+                    self.dropped = (*self.dropped, *(p for p in rejected if p not in self.dropped))
                     continue
                 fail = failure_from_sdk_exception(e, redact=self.redact, hint=f"check {self._cfg.key_hint}",
                                                   timeout_s=self._cfg.timeout_s)

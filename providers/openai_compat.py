@@ -79,9 +79,11 @@ class OpenAIChatProvider(Provider):
         if logprobs_sent and is_logprob_refusal(status, payload):
             self.logprobs_refused = True
             return True
-        new = [p for p in rejected_sampling_params(status, payload) if p in body and p not in self.dropped]
-        if new:
-            self.dropped = (*self.dropped, *new)
+        # a parameter this body carried was rejected: re-send without it. It may already be known
+        # (another call in flight learned it first), which is why "sent" and not "new" decides.
+        sent = [p for p in rejected_sampling_params(status, payload) if p in body]
+        if sent:
+            self.dropped = (*self.dropped, *(p for p in sent if p not in self.dropped))
             return True
         field = rejected_token_field(status, payload)
         if field is not None and field in body:  # reasoning models want max_completion_tokens, old hosts max_tokens

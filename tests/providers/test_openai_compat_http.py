@@ -104,6 +104,24 @@ def test_rejected_temperature_dropped_and_recorded(server: LoopbackServer) -> No
     assert c.dropped_params == ("temperature",) and c.first.logprob_state == "available"
 
 
+def test_calls_in_flight_when_a_rejection_is_learned_are_resent_too(server: LoopbackServer) -> None:
+    # A model that rejects temperature, and several calls sent before any answer came back: each
+    # must be re-sent without it, not only the first to learn it (all would carry the parameter).
+    def reject_temperature(got: Any) -> Reply:
+        if "temperature" in got.json:
+            return Reply(status=400, body=P.OPENAI_TEMPERATURE_400, delay_s=0.05)
+        return Reply(body=P.OPENAI_EQUIVALENT)
+
+    server.handler = reject_temperature
+
+    async def many(p: Provider) -> list[Completion]:
+        return list(await asyncio.gather(*(p.complete(REQ) for _ in range(6))))
+
+    done = run(make(server, "openai/o3", OPENAI_API_KEY="sk-test"), many)
+    assert len(done) == 6 and all(c.dropped_params == ("temperature",) for c in done)
+    assert sum("temperature" in r.json for r in server.received) == 6  # each first send, none after
+
+
 def test_ollama_silent_drop_is_endpoint_dropped(server: LoopbackServer) -> None:
     server.queue(Reply(body=P.OLLAMA_SILENT_DROP))
     c = complete(server, "ollama/llama3.2")
