@@ -192,12 +192,18 @@ def available_suites() -> dict[str, Path]:
 
 
 def resolve_suite(name_or_path: str) -> Suite:
-    """Load a suite by name (search path) or by directory path."""
+    """Load a suite by name (search path) or by directory path.
+
+    A bare name (no path separator) is looked up on the search path first, so a stray folder of
+    the same name in the working directory does not shadow a bundled suite; a path is a path.
+    """
     candidate = Path(name_or_path)
-    if candidate.exists():
-        return load_suite(candidate)
-    known = available_suites()
+    bare = os.sep not in name_or_path and "/" not in name_or_path and not name_or_path.startswith(".")
+    known = available_suites() if bare else {}
     if name_or_path in known:
         return load_suite(known[name_or_path])
+    if candidate.exists():
+        return load_suite(candidate)
+    known = known or available_suites()
     names = ", ".join(sorted(known)) or "none"
     raise SuiteError([f"{name_or_path}: (suite): no such suite or directory (known suites: {names})"])

@@ -27,6 +27,7 @@ from probe.analysis.recalibration import CALIBRATOR_FORMAT, CALIBRATOR_VERSION
 from probe.cli._common import console, err_console, print_json
 from probe.cli.report import load_run
 from probe.errors import UsageError
+from probe.fileio import write_text_atomic
 from probe.record import Record
 from probe.storage import DEFAULT_DB
 
@@ -111,12 +112,7 @@ def fit_cmd(
             sampling=sorted({r.sampling for r in chosen}, key=lambda s: s.model_dump_json()),
         ),
     )
-    tmp = output.with_name(output.name + ".tmp")
-    try:
-        tmp.write_text(cal.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(output)
-    except OSError as e:
-        raise UsageError(f"{output}: cannot write: {e.strerror or e}") from None
+    write_text_atomic(output, cal.model_dump_json(indent=2) + "\n")
     if json_out:
         print_json(cal.model_dump(mode="json"))
         return

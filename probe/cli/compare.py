@@ -13,6 +13,7 @@ from rich.table import Table
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from probe.cli._common import err_console
 from probe.errors import UsageError
+from probe.fileio import write_text_atomic
 from probe.record import Record
 from probe.reports.compare import Comparison, build_comparison, make_entries, render_comparison_html
 from probe.storage import DEFAULT_DB, RunInfo, Store
@@ -46,10 +47,7 @@ def emit(text: str, output: Path | None) -> None:
     if output is None:
         typer.echo(text, nl=not text.endswith("\n"))
         return
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(output)
+    write_text_atomic(output, text)
     err_console.print(f"wrote {output}")
 
 

@@ -16,6 +16,7 @@ from probe.analysis import GroupReport, RunReport, build_report
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
 from probe.cli._common import console, err_console
 from probe.errors import UsageError
+from probe.fileio import write_text_atomic
 from probe.record import Record
 from probe.reports import render_run_report
 from probe.storage import DEFAULT_DB, RunInfo, Store
@@ -143,10 +144,5 @@ def report(
     if output is None:
         sys.stdout.write(text)
         return
-    tmp = output.with_name(output.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(output)
-    except OSError as e:
-        raise UsageError(f"{output}: cannot write: {e.strerror or e}") from None
+    write_text_atomic(output, text)
     err_console.print(f"wrote {output}")

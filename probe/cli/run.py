@@ -22,6 +22,7 @@ from probe.batch import batch_models_for
 from probe.cli._common import console, err_console, print_json
 from probe.cli.batch import cost_json, print_costs, run_batch, warn_live_resume
 from probe.errors import UsageError
+from probe.fileio import write_text_atomic
 from probe.runner.engine import Engine
 from probe.runner.engine import Progress as RunProgress
 from probe.runner.run import (
@@ -250,9 +251,7 @@ def export(
     if output is None:
         sys.stdout.write(buf.getvalue())
     else:
-        tmp = output.with_name(output.name + ".tmp")
-        tmp.write_text(buf.getvalue(), encoding="utf-8")
-        tmp.replace(output)
+        write_text_atomic(output, buf.getvalue())
         err_console.print(f"wrote {len(records)} records to {output}")
 
 

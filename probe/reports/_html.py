@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -43,10 +42,3 @@ def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**common, **context)
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file and rename (no half-written report)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path

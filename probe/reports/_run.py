@@ -11,9 +11,10 @@ from pydantic import BaseModel, Field
 
 from probe.analysis import POOLED, Binning, GroupReport, RunReport, build_report
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
+from probe.fileio import write_text_atomic
 from probe.record import Record
 from probe.reports._groups import sampling_text
-from probe.reports._html import render, write_text_atomic
+from probe.reports._html import render
 from probe.reports._notes import anchor, collapse_warnings, no_scores_note, partial_note
 from probe.reports._plot import CurveSeries, figure_svg, reliability_figure
 from probe.reports._view import Diagram, ManifestRow, Metric, ModelSection, Note, StatusCount, SummaryRow

@@ -158,7 +158,13 @@ def test_calibrate_apply_rejects_bad_values(cli: Cli, db: Path, tmp_path: Path) 
 
 
 def test_unwritable_output_is_a_user_error(cli: Cli, db: Path, tmp_path: Path) -> None:
-    target = tmp_path / "missing-dir" / "out.json"
+    created = tmp_path / "new-dir" / "out.json"  # a missing directory is created
+    code, _, _ = cli("report", "over-1", "--db", str(db), "--format", "json", "--resamples", "20",
+                     "-o", str(created))
+    assert code == 0 and created.is_file()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    target = blocker / "out.json"  # a directory that cannot exist: its parent is a file
     code, _, err = cli("report", "over-1", "--db", str(db), "--format", "json", "--resamples", "20",
                        "-o", str(target))
     assert code == 2 and "cannot write" in err
