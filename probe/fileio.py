@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -17,6 +18,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise UsageError(f"{path}: cannot write: {e.strerror or e}") from None
     return path
