@@ -90,5 +90,12 @@ def validate_spec(data: dict[str, Any], where: str) -> RunSpec:
         lines = []
         for err in e.errors():
             loc = ".".join(str(p) for p in err["loc"])
+            if where == "command line":  # name the flag the user typed, not the field
+                loc = _FLAGS.get(str(err["loc"][0]), loc) if err["loc"] else loc
             lines.append(f"{where}: {loc}: {str(err['msg']).removeprefix('Value error, ')}")
         raise UsageError("\n".join(lines)) from None
+
+
+_FLAGS = {"suites": "--suite", "models": "--model", "sources": "--source", "variants": "--variant",
+          "limit": "--limit", "samples": "--samples", "temperature": "--temperature",
+          "concurrency": "--concurrency"}
