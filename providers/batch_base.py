@@ -10,6 +10,7 @@ CallFailure, exactly as a live response of that vendor would be read. Vendor cod
 from __future__ import annotations
 
 import abc
+import json
 import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from probe.completion import CallFailure, ChatRequest, Completion, ConfigError, ErrorKind
 from providers.base import Provider
 from providers.config import ResolvedConfig, resolve_config
+from providers.normalize import MalformedPayload
 
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -111,9 +113,17 @@ class BatchVendor(abc.ABC):
     def result_lines(self, info: BatchInfo) -> AsyncIterator[str]:
         """Every result line of an ended batch (any order), streamed; raises ProviderError."""
 
-    @abc.abstractmethod
     def parse_line(self, raw: str) -> tuple[str, Any]:
-        """(custom_id, parsed line); raises MalformedPayload for a line that is not a result line."""
+        """(custom_id, parsed line); raises MalformedPayload for a line that is not a result line.
+        Both vendors' result lines are JSON objects carrying ``custom_id``."""
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            raise MalformedPayload("result line is not JSON") from None
+        custom_id = line.get("custom_id") if isinstance(line, dict) else None
+        if not isinstance(custom_id, str):
+            raise MalformedPayload("result line has no custom_id")
+        return custom_id, line
 
     @abc.abstractmethod
     def read_line(self, custom_id: str, line: Any, meta: Mapping[str, Any]) -> LineOutcome:

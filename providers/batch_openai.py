@@ -180,15 +180,5 @@ class OpenAIBatchVendor(BatchVendor):
                 raise ProviderError(failure("transient", f"reading {key}: {type(e).__name__}: {e}",
                                             redact=self.redact)) from None
 
-    def parse_line(self, raw: str) -> tuple[str, Any]:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            raise MalformedPayload("result line is not JSON") from None
-        custom_id = line.get("custom_id") if isinstance(line, dict) else None
-        if not isinstance(custom_id, str):
-            raise MalformedPayload("result line has no custom_id")
-        return custom_id, line
-
     def read_line(self, custom_id: str, line: Any, meta: Mapping[str, Any]) -> LineOutcome:
         return read_openai_line(custom_id, line, meta, redact=self.redact, hint=f"check {self.cfg.key_hint}")
