@@ -19,7 +19,7 @@ from probe.batch import (
 from probe.batch.cost import cost_caption
 from probe.batch.flow import stored_summaries
 from probe.batch.store import BatchStore
-from probe.cli._common import console, err_console, print_json
+from probe.cli._common import console, err_console, find_run, open_store, print_json
 from probe.errors import Failure, UsageError
 from probe.runner.run import CostLine, Plan, close_providers, make_plan, open_providers, summarize
 from probe.runner.spec import RunSpec, validate_spec
@@ -114,13 +114,8 @@ def warn_live_resume(store: Store, run_id: str) -> None:
 
 # -- probe batch … ------------------------------------------------------------------------------------
 def _open(run_id: str, db: Path) -> tuple[Store, RunInfo, list[str]]:
-    if not db.exists():
-        raise UsageError(f"no database at {db}")
-    store = Store(db)
-    try:
-        info = store.find_run(run_id)
-    except KeyError as e:
-        raise UsageError(str(e).strip("\"'")) from None
+    store = open_store(db)
+    info = find_run(store, run_id)
     models = BatchStore(store).run_models(info.run_id)
     if not models:
         raise UsageError(f"run {info.run_id} has no batch submissions (start one with: probe run … --batch)")

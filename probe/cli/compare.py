@@ -11,27 +11,14 @@ from rich.console import Console
 from rich.table import Table
 
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
-from probe.cli._common import err_console
+from probe.cli._common import err_console, find_run, open_store
 from probe.errors import UsageError
 from probe.fileio import write_text_atomic
 from probe.record import Record
 from probe.reports.compare import Comparison, build_comparison, make_entries, render_comparison_html
-from probe.storage import DEFAULT_DB, RunInfo, Store
+from probe.storage import DEFAULT_DB
 
 FORMATS = ("table", "json", "html")
-
-
-def open_store(db: Path) -> Store:
-    if not db.exists():
-        raise UsageError(f"no database at {db} (pass --db PATH)")
-    return Store(db)
-
-
-def find(store: Store, run_id: str) -> RunInfo:
-    try:
-        return store.find_run(run_id)
-    except KeyError as e:
-        raise UsageError(str(e).strip("\"'")) from None
 
 
 def check_format(fmt_name: str, json_out: bool, binning: str) -> str:
@@ -114,7 +101,7 @@ def compare(
     if wanted is not None and len(set(wanted)) != len(wanted):
         raise UsageError(f"--models lists a model twice: {models}")
     with open_store(db) as store:
-        runs = list({r.run_id: r for r in (find(store, rid) for rid in run_ids)}.values())
+        runs = list({r.run_id: r for r in (find_run(store, rid) for rid in run_ids)}.values())
         records: list[list[Record]] = [store.records(r.run_id) for r in runs]
     try:
         entries, entry_records, entry_runs = make_entries(runs, records, wanted)

@@ -12,7 +12,8 @@ from rich.table import Column, Table
 
 from probe.analysis import POOLED
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
-from probe.cli.compare import check_format, emit, fmt_diff, fmt_value, open_store
+from probe.cli._common import open_store
+from probe.cli.compare import check_format, emit, fmt_diff, fmt_value
 from probe.errors import UsageError
 from probe.record import SOURCES
 from probe.reports.history import History, history_from_store, render_history_html

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from probe.cli._common import err_console
-from probe.cli.compare import find, open_store
+from probe.cli._common import err_console, find_run, open_store
 from probe.errors import Failure, UsageError
 from probe.reports.plot import NothingToPlot, write_diagram
 from probe.storage import DEFAULT_DB
@@ -30,7 +29,7 @@ def plot(
     if output.suffix.lower() not in (".png", ".svg"):
         raise UsageError(f"-o: {output} must end in .png or .svg")
     with open_store(db) as store:
-        info = find(store, run_id)
+        info = find_run(store, run_id)
         records = store.records(info.run_id)
     models = sorted({r.model for r in records} | set(info.models))
     if model not in models:

@@ -14,12 +14,12 @@ from rich.table import Table
 
 from probe.analysis import GroupReport, RunReport, build_report
 from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED
-from probe.cli._common import console, err_console
+from probe.cli._common import console, err_console, find_run, open_store
 from probe.errors import UsageError
 from probe.fileio import write_text_atomic
 from probe.record import Record
 from probe.reports import render_run_report
-from probe.storage import DEFAULT_DB, RunInfo, Store
+from probe.storage import DEFAULT_DB, RunInfo
 
 FORMATS = ("table", "json", "html")
 BINNINGS = ("width", "mass")
@@ -27,13 +27,8 @@ BINNINGS = ("width", "mass")
 
 def load_run(db: Path, run_id: str) -> tuple[RunInfo, list[Record]]:
     """A run and its records; UsageError (exit 2) for a missing database or an unknown run id."""
-    if not db.exists():
-        raise UsageError(f"no database at {db} (pass --db PATH)")
-    with Store(db) as store:
-        try:
-            info = store.find_run(run_id)
-        except KeyError as e:
-            raise UsageError(str(e).strip("\"'")) from None
+    with open_store(db) as store:
+        info = find_run(store, run_id)
         return info, store.records(info.run_id)
 
 

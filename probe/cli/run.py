@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from probe.batch import batch_models_for
-from probe.cli._common import console, err_console, print_json
+from probe.cli._common import console, err_console, find_run, open_store, print_json
 from probe.cli.batch import cost_json, print_costs, run_batch, warn_live_resume
 from probe.errors import UsageError
 from probe.fileio import write_text_atomic
@@ -146,10 +146,7 @@ def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry
         return None
     batch_models = batch_models_for(spec, batch)  # a model without a batch engine fails here, before a run exists
     if resume:
-        try:
-            info = store.find_run(resume)
-        except KeyError as e:
-            raise UsageError(str(e).strip("\"'")) from None
+        info = find_run(store, resume)
         if info.status == "completed":
             err_console.print(f"run {info.run_id} is already complete; re-checking for missing records")
     else:
@@ -201,11 +198,7 @@ def run(
 ) -> None:
     """Ask suites of questions and record each model's confidence, four ways."""
     if resume and not (suite or model or config):
-        store = Store(db)
-        try:
-            previous = store.find_run(resume)
-        except KeyError as e:
-            raise UsageError(str(e).strip("\"'")) from None
+        previous = find_run(open_store(db), resume)
         spec = validate_spec({k: v for k, v in previous.spec.items() if k != "fingerprint"}, f"run {resume}")
         if refresh:
             spec = spec.model_copy(update={"refresh": True})
@@ -224,13 +217,8 @@ def export(
     """Export a run's records, one line per record."""
     if fmt not in ("jsonl", "csv"):
         raise UsageError(f"--format must be jsonl or csv, not {fmt!r}")
-    if not db.exists():
-        raise UsageError(f"no database at {db}")
-    store = Store(db)
-    try:
-        info = store.find_run(run_id)
-    except KeyError as e:
-        raise UsageError(str(e).strip("\"'")) from None
+    store = open_store(db)
+    info = find_run(store, run_id)
     records = store.records(info.run_id)
     fields = ["run_id", "model", "provider", "suite", "item_id", "variant", "source", "sample", "answer",
               "correct", "confidence", "status", "error", "model_reported", "input_tokens", "output_tokens",

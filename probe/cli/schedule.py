@@ -11,7 +11,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Column, Table
 
-from probe.cli._common import console, print_json
+from probe.cli._common import console, open_store, print_json
 from probe.cli.run import _spec_from_flags, simulator_if_needed
 from probe.errors import UsageError
 from probe.runner.run import make_plan, open_providers
@@ -23,9 +23,7 @@ app = typer.Typer(help="Cron schedules that re-run a spec and raise drift alerts
 
 
 def _store(db: Path, must_exist: bool = True) -> Store:
-    if must_exist and not db.exists():
-        raise UsageError(f"no database at {db} (pass --db PATH)")
-    return Store(db)
+    return open_store(db) if must_exist else Store(db)
 
 
 @app.command("add")
