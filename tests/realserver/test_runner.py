@@ -62,6 +62,19 @@ def _run(tmp: Path, server: LlamaServer, sources: str, key: str | None = None) -
     return RunOutput(summary, Store(db).records(summary["run_id"]), db, server.requests_seen() - before)
 
 
+def _failed_run(tmp: Path, server: LlamaServer, sources: str, key: str) -> tuple[RunOutput, str]:
+    """A run that stops on an auth failure: exit 1, the run marked failed, its records kept."""
+    db = tmp / "probe.db"
+    before = server.requests_seen()
+    done = _probe(["run", "-s", SUITE, "-m", f"llamacpp/{MODEL}", "--source", sources, "--limit", str(LIMIT),
+                   "--db", str(db), "--json"], _env(tmp, server.base_url, key))
+    assert done.returncode == 1, done.stdout + done.stderr
+    (info,) = Store(db).list_runs()
+    assert info.status == "failed"
+    summary = {"run_id": info.run_id, "status": info.status}
+    return RunOutput(summary, Store(db).records(info.run_id), db, server.requests_seen() - before), done.stderr
+
+
 @pytest.fixture(scope="module")
 def run(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> RunOutput:
     """One run of token, ptrue and verbal on the first questions of a bundled suite."""
@@ -174,8 +187,10 @@ def test_a_wrong_key_is_recorded_as_auth_errors_without_the_key(
     llama_auth_server: LlamaServer, auth_key: str, tmp_path: Path
 ) -> None:
     wrong = "sk-realserver-wrong-" + "7" * 16
-    out = _run(tmp_path, llama_auth_server, "token", key=wrong)
-    assert out.records and all(r.status == "error:auth" for r in out.records)
+    out, stderr = _failed_run(tmp_path, llama_auth_server, "token", key=wrong)
+    # an auth failure stops the run at once (every further call would fail too) and names the variable
+    assert "LLAMACPP_API_KEY" in stderr and wrong not in stderr and auth_key not in stderr
+    assert all(r.status == "error:auth" for r in out.records)
     for rec in out.records:
         assert rec.error is not None and "Invalid API key" in rec.error
         assert wrong not in rec.error and auth_key not in rec.error
