@@ -126,3 +126,30 @@ def test_faults_become_statuses_and_nothing_goes_missing(tmp_path: Path, monkeyp
     for r in records:
         if r.status.startswith("error:"):
             assert r.confidence is None and r.correct is None and r.error
+
+
+def test_auth_failure_stops_the_run_and_says_how_to_resume(tmp_path: Path) -> None:
+    import os
+
+    import pytest
+
+    from probe.errors import Failure
+
+    with running_sim(fault="401=1.0") as url:
+        os.environ["SIM_BASE_URL"] = url
+        try:
+            store = Store(tmp_path / "p.db")
+            spec = RunSpec.model_validate({"suites": ["arithmetic"], "models": ["sim/calibrated"],
+                                           "sources": ["token"], "variants": ["plain"], "limit": 200,
+                                           "concurrency": 2})
+            with pytest.raises(Failure, match="auth") as e:
+                run_spec(store, spec)
+            calls = chat_calls(url)
+        finally:
+            del os.environ["SIM_BASE_URL"]
+    assert "probe run --resume" in str(e.value)
+    (info,) = store.list_runs()
+    assert info.status == "failed" and info.message and "auth" in info.message
+    records = store.records(info.run_id)
+    assert records and all(r.status == "error:auth" for r in records)
+    assert calls < 20, "the run must stop instead of failing 200 times"
