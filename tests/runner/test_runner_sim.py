@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from probe.analysis import build_report
+from probe.errors import Failure
 from probe.record import Record
 from probe.runner.run import close_providers, execute, make_plan, new_run, open_providers
 from probe.runner.spec import RunSpec
@@ -104,9 +107,7 @@ def test_identical_rerun_makes_zero_calls(sim_env: str, tmp_path: Path) -> None:
     assert len(store.records(refreshed)) == len(a)
 
 
-def test_faults_become_statuses_and_nothing_goes_missing(tmp_path: Path, monkeypatch: object) -> None:
-    import os
-
+def test_faults_become_statuses_and_nothing_goes_missing(tmp_path: Path) -> None:
     with running_sim(fault="429=0.2,500=0.05,malformed=0.02", retry_after=0.0) as url:
         os.environ["SIM_BASE_URL"] = url
         try:
@@ -129,12 +130,6 @@ def test_faults_become_statuses_and_nothing_goes_missing(tmp_path: Path, monkeyp
 
 
 def test_auth_failure_stops_the_run_and_says_how_to_resume(tmp_path: Path) -> None:
-    import os
-
-    import pytest
-
-    from probe.errors import Failure
-
     with running_sim(fault="401=1.0") as url:
         os.environ["SIM_BASE_URL"] = url
         try:
