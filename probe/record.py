@@ -44,6 +44,15 @@ class ConfidenceDetail(BaseModel):
     outside_topk: bool | None = Field(
         default=None, description="token/ptrue: an option was outside the top-k (its share is a bound)."
     )
+    option_probs: tuple[float, ...] | None = Field(
+        default=None,
+        description="token, mc: probability of each option renormalized over the options, in the question's "
+                    "original choice order (not the shown order); None unless every option was in the top-k "
+                    "(a missing option's share is unknown, never 0).")
+    correct_option: int | None = Field(
+        default=None, description="token, mc: original index of the correct choice.")
+    answered_option: int | None = Field(
+        default=None, description="token, mc: original index of the choice the model answered.")
     joint_prob: float | None = Field(default=None, description="token, short: joint sequence probability.")
     raw_confidence: str | None = Field(default=None, description="verbal: the confidence text as written.")
     samples: int | None = Field(default=None, description="consistency: samples that were compared.")

@@ -8,6 +8,7 @@ from probe.elicit.ptrue import ptrue
 from probe.elicit.token import token_mc, token_short
 from probe.elicit.verbal import parse_linguistic, parse_numeric, verbal
 from probe.prompts import answer_prompt
+from probe.record import ConfidenceDetail
 from probe.suite import DEFAULT_VARIANTS, Question
 
 Q = Question(id="q", kind="mc", text="2+2?", choices=("3", "4", "5", "6"), answer=1)
@@ -91,3 +92,45 @@ def test_consistency_majority_and_unparsable() -> None:
     assert ext.answer == "B" and ext.confidence == pytest.approx(0.6)
     assert ext.detail.samples == 5 and ext.detail.agreeing == 3
     assert consistency([None, None], ["?", "?"]).status == "parse_error"
+
+
+SHUFFLED = answer_prompt(Q, DEFAULT_VARIANTS[2])  # shown A, B, C, D = original choices 1, 2, 0, 3
+
+
+def test_token_option_probs_in_original_order_under_shuffling() -> None:
+    assert SHUFFLED.order == (1, 2, 0, 3)  # the case is only meaningful when the order is permuted
+    top = (TopLogprob(token="A", logprob=lp(0.4)), TopLogprob(token=" A", logprob=lp(0.1)),
+           TopLogprob(token="B", logprob=lp(0.2)), TopLogprob(token="(C", logprob=lp(0.15)),
+           TopLogprob(token="The", logprob=lp(0.1)), TopLogprob(token="D", logprob=lp(0.05)))
+    ext = token_mc(choice("A", [TokenLogprob(token="A", logprob=lp(0.4), top=top)]), Q, SHUFFLED)
+    assert ext.status == "ok" and ext.answer == "A" and ext.choice == 1
+    d = ext.detail
+    assert d.option_probs is not None and d.outside_topk is False
+    # original order: choice 0 was shown as C, 1 as A, 2 as B, 3 as D
+    assert d.option_probs == pytest.approx((0.15 / 0.9, 0.5 / 0.9, 0.2 / 0.9, 0.05 / 0.9))
+    assert sum(d.option_probs) == pytest.approx(1.0)
+    assert d.correct_option == 1 and d.answered_option == 1
+    assert d.option_probs[d.answered_option] == pytest.approx(ext.confidence)
+
+    wrong = token_mc(choice("B", [TokenLogprob(token="B", logprob=lp(0.2), top=top)]), Q, SHUFFLED)
+    assert wrong.choice == 2 and wrong.detail.answered_option == 2 and wrong.detail.correct_option == 1
+    assert wrong.detail.option_probs == d.option_probs  # same distribution, whichever label was sampled
+
+
+def test_token_option_probs_none_when_an_option_is_outside_the_topk() -> None:
+    top = (TopLogprob(token="A", logprob=lp(0.6)), TopLogprob(token="B", logprob=lp(0.2)),
+           TopLogprob(token="C", logprob=lp(0.1)), TopLogprob(token="The", logprob=lp(0.05)))
+    ext = token_mc(choice("A", [TokenLogprob(token="A", logprob=lp(0.6), top=top)]), Q, SHUFFLED)
+    assert ext.status == "ok" and ext.detail.outside_topk is True
+    assert ext.detail.option_probs is None  # D's share is unknown: never stored as 0
+    assert ext.detail.correct_option == 1 and ext.detail.answered_option == 1
+    # a placeholder logprob (None) is not a sighting either
+    top_none = (*top, TopLogprob(token="D", logprob=None))
+    ext = token_mc(choice("A", [TokenLogprob(token="A", logprob=lp(0.6), top=top_none)]), Q, SHUFFLED)
+    assert ext.detail.option_probs is None and ext.detail.outside_topk is True
+
+
+def test_token_detail_of_old_records_still_loads() -> None:
+    old = ConfidenceDetail.model_validate_json('{"option_mass": 0.9, "outside_topk": false, "joint_prob": null}')
+    assert old.option_probs is None and old.correct_option is None and old.answered_option is None
+    assert token_short(choice("4", [TokenLogprob(token="4", logprob=lp(0.9))])).detail.option_probs is None

@@ -1,7 +1,10 @@
 """Post-hoc recalibration: temperature scaling, Platt scaling, histogram binning, isotonic regression.
 
 Every fitted map is monotone non-decreasing in the confidence, so it never reorders answers and
-never changes which option is chosen. The protocol (shared/calibration.md) fits on a seeded,
+never changes which option is chosen. Temperature scaling on the option logits (when a record
+carries its full option distribution) maps each distribution by softmax(log p / T): the order of
+one record's options is kept, but its new confidence depends on the whole distribution, so the
+ranking across records may move a little. The protocol (shared/calibration.md) fits on a seeded,
 stratified calibration split and scores only on the held-out split, or cross-fits over K folds;
 a recalibrated metric is never measured on the data it was fitted on.
 
@@ -11,7 +14,7 @@ common and has no finite logit).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Final, Literal
 
@@ -19,9 +22,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from probe import __version__
-from probe.analysis._arrays import ArrayLike, FloatArray, IntArray, as_pairs, split_sizes, wsum
+from probe.analysis._arrays import ArrayLike, BoolArray, FloatArray, IntArray, as_pairs, split_sizes, wsum
 from probe.analysis.metrics import CalibrationMetrics, calibration_metrics
-from probe.record import Sampling
+from probe.record import Record, Sampling
 
 Method = Literal["temperature", "platt", "histogram", "isotonic"]
 METHODS: tuple[Method, ...] = ("temperature", "platt", "histogram", "isotonic")
@@ -153,27 +156,74 @@ def _softmax(z: FloatArray) -> FloatArray:
     return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
+def _option_grad(blocks: Sequence[tuple[FloatArray, IntArray]]) -> Callable[[float], tuple[float, float]]:
+    """d/dβ and d²/dβ² of the NLL of softmax(β·log p) at the labels, summed over blocks of equal K."""
+    def grad(beta: float) -> tuple[float, float]:
+        g = h = 0.0
+        for lp, lab in blocks:
+            q = _softmax(beta * lp)
+            mean = (q * lp).sum(axis=1)
+            var = (q * lp * lp).sum(axis=1) - mean * mean
+            g += float(np.sum(mean - lp[np.arange(lp.shape[0]), lab]))
+            h += float(np.sum(np.maximum(var, 0.0)))
+        return g, h
+    return grad
+
+
 def fit_temperature_options(probs: ArrayLike, label: ArrayLike) -> TemperatureParams:
     """Temperature over the full option distribution: minimizes NLL of softmax(log p / T) at the label."""
     lp = _log_options(probs)
     lab = np.asarray(label, dtype=np.int64)
     if lab.shape != (lp.shape[0],) or (lab < 0).any() or (lab >= lp.shape[1]).any():
         raise ValueError("label must hold one option index per row")
-    at_label = lp[np.arange(lp.shape[0]), lab]
-
-    def grad(beta: float) -> tuple[float, float]:
-        q = _softmax(beta * lp)
-        mean = (q * lp).sum(axis=1)
-        var = (q * lp * lp).sum(axis=1) - mean * mean
-        return float(np.sum(mean - at_label)), float(np.sum(np.maximum(var, 0.0)))
-
-    beta = _root_increasing(grad, *BETA_RANGE)
+    beta = _root_increasing(_option_grad([(lp, lab)]), *BETA_RANGE)
     return TemperatureParams(temperature=1.0 / beta, on="option_logits")
 
 
 def apply_temperature_options(probs: ArrayLike, params: TemperatureParams) -> FloatArray:
     """softmax(log p / T) row by row; the arg-max option never changes."""
     return _softmax(_log_options(probs) / params.temperature)
+
+
+class OptionRows:
+    """Option distributions of possibly different lengths (a run may mix 4- and 5-option questions),
+    held as one (n_K, K) log-probability block per option count K. Scaling a row does not change
+    softmax(log p / T), so rows need not sum to exactly 1."""
+
+    def __init__(self, rows: Sequence[Sequence[float]]) -> None:
+        by_k: dict[int, list[int]] = {}
+        for i, row in enumerate(rows):
+            by_k.setdefault(len(row), []).append(i)
+        self.n = len(rows)
+        self.sizes = np.array([len(r) for r in rows], dtype=np.int64)
+        self.blocks: list[tuple[IntArray, FloatArray]] = []
+        for _, idx in sorted(by_k.items()):
+            lp = _log_options([list(rows[i]) for i in idx])
+            if (np.exp(lp).sum(axis=1) <= 1e-9).any():
+                raise ValueError("an option distribution has no mass")
+            self.blocks.append((np.asarray(idx, dtype=np.int64), lp))
+
+    def check_index(self, index: ArrayLike, what: str) -> IntArray:
+        """``index`` as one valid option index per row (ValueError otherwise)."""
+        ix = np.asarray(index, dtype=np.int64)
+        if ix.shape != (self.n,) or (ix < 0).any() or (ix >= self.sizes).any():
+            raise ValueError(f"{what} must hold one option index per row, within the row's options")
+        return ix
+
+    def fit(self, label: IntArray, mask: BoolArray) -> TemperatureParams:
+        """Option-logit temperature fitted on the rows in ``mask`` (labels: option index per row)."""
+        blocks = [(lp[m], label[idx[m]]) for idx, lp in self.blocks if (m := mask[idx]).any()]
+        beta = _root_increasing(_option_grad(blocks), *BETA_RANGE)
+        return TemperatureParams(temperature=1.0 / beta, on="option_logits")
+
+    def confidence(self, params: TemperatureParams, pick: IntArray, mask: BoolArray) -> FloatArray:
+        """Recalibrated probability of option ``pick`` in each row of ``mask`` (in row order)."""
+        out = np.full(self.n, np.nan)
+        for idx, lp in self.blocks:
+            m = mask[idx]
+            q = _softmax(lp[m] / params.temperature)
+            out[idx[m]] = q[np.arange(q.shape[0]), pick[idx[m]]]
+        return np.asarray(out[mask], dtype=np.float64)
 
 
 def fit_platt(conf: ArrayLike, correct: ArrayLike) -> PlattParams:
@@ -375,19 +425,23 @@ class HeldOutResult(BaseModel):
     note: str = Field(description="What the figures mean.")
 
 
-def evaluate(method: Method, conf: ArrayLike, correct: ArrayLike, *, fraction: float | None = 0.5,
-             folds: int | None = None, seed: int = 0, groups: ArrayLike | None = None,
-             bins: int = 10) -> HeldOutResult:
-    """Fit ``method`` and score it on held-out data (split, or cross-fitted over ``folds``)."""
-    c, y = as_pairs(conf, correct)
+FitOn = Callable[[BoolArray], Params]
+ApplyOn = Callable[[Params, BoolArray], FloatArray]
+
+
+def _held_out(method: Method, c: FloatArray, y: FloatArray, fit_on: FitOn, apply_on: ApplyOn, *,
+              fraction: float | None, folds: int | None, seed: int, groups: ArrayLike | None,
+              bins: int) -> HeldOutResult:
+    """The protocol: ``fit_on(mask)`` fits on the records in the mask, ``apply_on(params, mask)``
+    recalibrates the records in the mask; scores are taken on records the map was not fitted on."""
     by_item = groups is not None
     if folds is not None:
         fold = kfold_assign(y, folds, seed, groups)
         out = np.empty_like(c)
         for k in range(folds):  # one fit per fold
             test = fold == k
-            out[test] = fit(method, c[~test], y[~test], bins).apply(c[test])
-        params = fit(method, c, y, bins)
+            out[test] = apply_on(fit_on(~test), test)
+        params = fit_on(np.ones(c.size, dtype=np.bool_))
         return HeldOutResult(
             method=method, protocol=Protocol(kind="folds", folds=folds, seed=seed, by_item=by_item),
             params=params, n_fit=int(c.size), n_fit_correct=int(y.sum()),
@@ -399,16 +453,100 @@ def evaluate(method: Method, conf: ArrayLike, correct: ArrayLike, *, fraction: f
     if fraction is None:
         raise ValueError("give a split fraction or a number of folds")
     mask = stratified_split(y, fraction, seed, groups) == 1.0
-    params = fit(method, c[mask], y[mask], bins)
+    params = fit_on(mask)
     held = ~mask
     return HeldOutResult(
         method=method, protocol=Protocol(kind="split", fraction=fraction, seed=seed, by_item=by_item),
         params=params, n_fit=int(mask.sum()), n_fit_correct=int(y[mask].sum()),
         before=HeldOutScores.of(calibration_metrics(c[held], y[held], bins)),
-        after=HeldOutScores.of(calibration_metrics(params.apply(c[held]), y[held], bins)),
+        after=HeldOutScores.of(calibration_metrics(apply_on(params, held), y[held], bins)),
         note="fitted on the calibration split, scored on the held-out split only; the exported "
              "calibrator is the one fitted on the calibration split",
     )
+
+
+def evaluate(method: Method, conf: ArrayLike, correct: ArrayLike, *, fraction: float | None = 0.5,
+             folds: int | None = None, seed: int = 0, groups: ArrayLike | None = None,
+             bins: int = 10) -> HeldOutResult:
+    """Fit ``method`` and score it on held-out data (split, or cross-fitted over ``folds``)."""
+    c, y = as_pairs(conf, correct)
+    return _held_out(method, c, y, lambda m: fit(method, c[m], y[m], bins), lambda p, m: p.apply(c[m]),
+                     fraction=fraction, folds=folds, seed=seed, groups=groups, bins=bins)
+
+
+def evaluate_options(probs: Sequence[Sequence[float]], label: ArrayLike, answered: ArrayLike,
+                     conf: ArrayLike, correct: ArrayLike, *, fraction: float | None = 0.5,
+                     folds: int | None = None, seed: int = 0, groups: ArrayLike | None = None,
+                     bins: int = 10) -> HeldOutResult:
+    """Temperature scaling on the option logits, under the same held-out protocol as ``evaluate``.
+
+    Row i of ``probs`` is record i's option distribution; ``label`` the correct option (the fit's
+    target), ``answered`` the option the model answered. ``conf`` (the raw confidence) and
+    ``correct`` are what is scored: before = ``conf``, after = the recalibrated probability of the
+    answered option. softmax(log p / T) keeps the order of the options, so no answer changes.
+    """
+    c, y = as_pairs(conf, correct)
+    rows = OptionRows(probs)
+    if rows.n != c.size:
+        raise ValueError(f"option distributions and confidences differ in length ({rows.n} vs {c.size})")
+    lab = rows.check_index(label, "label")
+    pick = rows.check_index(answered, "answered")
+    result = _held_out("temperature", c, y, lambda m: rows.fit(lab, m),
+                       lambda p, m: rows.confidence(_temp(p), pick, m),
+                       fraction=fraction, folds=folds, seed=seed, groups=groups, bins=bins)
+    return result.model_copy(update={"note": result.note + "; on the option logits a record's recalibrated "
+                                     "confidence depends on its whole option distribution, so the ranking of "
+                                     "records (AUROC) may move a little, but no answer changes"})
+
+
+def option_confidence(probs: Sequence[Sequence[float]], pick: ArrayLike, params: TemperatureParams) -> FloatArray:
+    """Recalibrated probability of option ``pick[i]`` in distribution ``probs[i]`` (rows may differ in K)."""
+    rows = OptionRows(probs)
+    return rows.confidence(params, rows.check_index(pick, "pick"), np.ones(rows.n, dtype=np.bool_))
+
+
+def _temp(params: Params) -> TemperatureParams:
+    assert isinstance(params, TemperatureParams)
+    return params
+
+
+OptionInputs = tuple[list[tuple[float, ...]], list[int], list[int]]
+
+
+def option_inputs(scored: Sequence[Record]) -> OptionInputs | str:
+    """(option distributions, correct options, answered options) of scored records, or why not.
+
+    The answered option is the stored one; a record that lacks it (but has the distribution and
+    the correct option) is taken to have answered its most probable option.
+    """
+    if not scored:
+        return "no scored records"
+    probs: list[tuple[float, ...]] = []
+    label: list[int] = []
+    answered: list[int] = []
+    outside = unknown = 0
+    for r in scored:
+        d = r.detail
+        if d.option_probs is None or d.correct_option is None:
+            if d.outside_topk:
+                outside += 1
+            else:
+                unknown += 1
+            continue
+        probs.append(d.option_probs)
+        label.append(d.correct_option)
+        answered.append(d.answered_option if d.answered_option is not None
+                        else int(np.argmax(np.asarray(d.option_probs))))
+    missing = outside + unknown
+    if missing:
+        why = []
+        if outside:
+            why.append(f"{outside} had an option outside the top-k")
+        if unknown:
+            why.append(f"{unknown} without option data (short answers, a source other than token, or "
+                       "records written before probe stored it)")
+        return f"{missing} of {len(scored)} scored records lack the full option distribution: {'; '.join(why)}"
+    return probs, label, answered
 
 
 # -- the exported file ----------------------------------------------------------------------------
@@ -440,6 +578,8 @@ class Calibrator(BaseModel):
     params: Params = Field(description="Fitted parameters.")
     fitted_on: FittedOn = Field(description="What it was fitted on.")
     held_out: HeldOutResult | None = Field(default=None, description="Held-out before/after figures at fit time.")
+    form_note: str | None = Field(
+        default=None, description="temperature: which form was fitted (option logits or logit(conf)) and why.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it was fitted.")
     probe_version: str = Field(default=__version__, description="probe version that fitted it.")
 

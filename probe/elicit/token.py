@@ -61,7 +61,12 @@ def token_mc(choice: Choice, question: Question, prompt: RenderedPrompt) -> Extr
     total = sum(mass.values())
     if answer is None or picked is None or answer not in seen or total <= 0:
         return Extracted(status="parse_error", answer=answer or choice.text[:200], choice=picked)
-    detail = ConfidenceDetail(option_mass=min(total, 1.0), outside_topk=len(seen) < len(prompt.labels))
+    complete = len(seen) == len(prompt.labels)
+    # original choice i was shown under label_of_choice(i); only a fully seen distribution is stored
+    probs = tuple(min(mass[prompt.label_of_choice(i)] / total, 1.0) for i in range(len(prompt.order)))
+    detail = ConfidenceDetail(option_mass=min(total, 1.0), outside_topk=not complete,
+                              option_probs=probs if complete else None, correct_option=question.answer,
+                              answered_option=picked)
     return Extracted(status="ok", answer=answer, choice=picked,
                      confidence=min(mass[answer] / total, 1.0), detail=detail)
 
