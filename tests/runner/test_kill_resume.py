@@ -65,3 +65,27 @@ def test_sigkill_then_resume_sends_only_what_had_not_completed(tmp_path: Path) -
         statuses = {r[0] for r in c.execute("SELECT status FROM records WHERE run_id = ?", (run_id,))}
     assert len(rows) == ITEMS and all(n == 1 for _, n in rows)
     assert statuses == {"ok"}
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path: Path) -> None:
+    db = tmp_path / "probe.db"
+    with sim_process("--latency-ms", "100") as sim:
+        env = {**os.environ, "SIM_BASE_URL": sim.base_url}
+        cmd = [sys.executable, "-m", "probe", "run", "--suite", "arithmetic", "--model", "sim/calibrated",
+               "--source", "token", "--variant", "plain", "--limit", "200", "--concurrency", "4", "--db", str(db)]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (db.exists() and cached(db) >= 8):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err
+        with sqlite3.connect(db) as c:
+            run_id, status = c.execute("SELECT run_id, status FROM runs").fetchone()
+        assert status == "interrupted"
+        assert f"probe run --resume {run_id}" in err
+        out = subprocess.run([sys.executable, "-m", "probe", "run", "--resume", run_id, "--db", str(db), "--json"],
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["status"] == "completed"
