@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -358,23 +359,26 @@ class Engine:
         Raises FatalCallError after an auth or quota failure: every further call would fail too.
         """
         self.progress.units_total = len(units)
-        sem = asyncio.Semaphore(max(64, 4 * self.spec.concurrency))
+        queue = iter(interleave_by_model(units))
+        # Enough workers to keep every model's limiter full while others parse and store answers.
+        per_model = [cfg.concurrency or self.spec.concurrency for cfg in self.spec.models]
+        workers = max(1, min(len(units), max(64, 2 * sum(per_model)), 2048))
 
-        async def one(unit: Unit) -> None:
-            async with sem:
+        async def worker() -> None:
+            for unit in queue:
                 if self.fatal is not None:
-                    return
+                    raise FatalCallError(self.fatal)
                 recs = await self.run_unit(unit)
-            self._unwritten += recs
-            self._maybe_flush()
-            self.progress.units_done += 1
-            self.progress.records += len(recs)
-            if self.on_progress:
-                self.on_progress(self.progress)
+                self._unwritten += recs
+                self._maybe_flush()
+                self.progress.units_done += 1
+                self.progress.records += len(recs)
+                if self.on_progress:
+                    self.on_progress(self.progress)
             if self.fatal is not None:
                 raise FatalCallError(self.fatal)
 
-        tasks = [asyncio.create_task(one(u)) for u in units]
+        tasks = [asyncio.create_task(worker()) for _ in range(workers)]
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for t in done:
@@ -385,6 +389,15 @@ class Engine:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             self.flush()
+
+
+def interleave_by_model(units: list[Unit]) -> list[Unit]:
+    """Round-robin over models, so every model's requests flow from the start of a run."""
+    by_model: dict[str, list[Unit]] = {}
+    for u in units:
+        by_model.setdefault(u.model, []).append(u)
+    lanes = list(by_model.values())
+    return [u for group in itertools.zip_longest(*lanes) for u in group if u is not None]
 
 
 class FatalCallError(Exception):
