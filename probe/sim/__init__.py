@@ -29,6 +29,7 @@ from probe.sim._truth import (
     consistency_truth,
     item_truth,
     suite_truth,
+    suite_variant,
 )
 
 __all__ = [
@@ -61,4 +62,5 @@ __all__ = [
     "sim_process",
     "stats_url",
     "suite_truth",
+    "suite_variant",
 ]

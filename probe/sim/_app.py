@@ -110,7 +110,7 @@ class SimApp:
         self.stats = Stats()
         self.request_number = 0
         self.closing = False
-        self._occurrences: dict[tuple[str, str, float, str], int] = {}
+        self._occurrences: dict[tuple[str, str, str | None, float, str], int] = {}
         self._logprob_cache: dict[tuple[int, int], tuple[Generation, list[dict[str, Any]]]] = {}
         digest = blake2b(f"probe-sim:{knowledge.seed}".encode(), digest_size=4).hexdigest()
         self.fingerprint = f"fp_sim{digest}"
@@ -217,7 +217,7 @@ class SimApp:
             body = error_body(api, e.status, e.message, rid, param=e.param, code=e.code)
             await _send(send, e.status, orjson.dumps(body), [id_header])
             return
-        resolved = self.knowledge.resolve(req.prompt)
+        resolved = self.knowledge.resolve(req.prompt, req.system)
         self.stats.count(endpoint, req.persona.name, fault or "ok", resolved.elicitation)
         if delay > 0:
             await asyncio.sleep(delay)
@@ -285,13 +285,13 @@ class SimApp:
         return False
 
     def _generate(self, req: SimRequest, resolved: Resolved, api: Api) -> list[Generation]:
-        persona: Persona = req.persona
+        persona: Persona = req.speaker  # its system-prompted form when there is a system prompt
         stream = "g"
         if req.temperature > 0 and resolved.state is not None:
             if req.seed is not None:
                 stream = f"s{req.seed}"
             else:
-                key = (persona.name, resolved.text_key, req.temperature, api)
+                key = (persona.name, resolved.text_key, req.system, req.temperature, api)
                 seen = self._occurrences.get(key, 0)
                 if len(self._occurrences) >= MAX_REPEAT_KEYS:
                     self._occurrences.clear()

@@ -16,10 +16,14 @@ from rich.table import Table
 
 from probe.errors import UsageError
 from probe.sim._faults import FaultSpecError
+from probe.sim._knowledge import Knowledge
 from probe.sim._personas import PERSONAS, Persona
 from probe.sim._server import DEFAULT_PORT, build_app, serve
-from probe.sim._truth import suite_truth
+from probe.sim._truth import suite_truth, suite_variant
+from probe.suite import PromptVariant
 from probe.suite_io import SuiteError, resolve_suite
+
+PLAIN_FORM = "plain-form"
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -76,48 +80,78 @@ def serve_cmd(
 def truth_cmd(
     persona: str = typer.Option(..., "--persona", help=f"One of: {', '.join(PERSONAS)}."),
     suite: str = typer.Option(..., "--suite", help="Suite name or directory."),
+    variant: list[str] = typer.Option([], "--variant",
+                                      help="Variant id of the suite (repeatable; default: every variant). "
+                                           "'plain-form' is the form with no system prompt in the suite's order."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     seed: int = typer.Option(0, "--seed", help="Seed of the latent item model (as served)."),
     samples: int = typer.Option(5, "--samples", min=1, max=50, help="Consistency: samples per item (K)."),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0, max=2.0, help="Consistency: temperature."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N items."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N items (of each variant)."),
 ) -> None:
-    """For every item and source: what the persona reports and the true probability of being right.
+    """For every item, variant and source: what the persona reports and the true probability of being right.
 
-    The table shows p (the true probability that its greedy answer is right, the truth behind every
-    source's report), whether that answer is right, and what token, ptrue, verbal (numeric and hedge)
-    and consistency (expected share at --samples/--temperature) report; --json has everything."""
+    The truth depends on the prompt's variant form (its system prompt and option order), so it is
+    stated per variant of the suite. The table shows p (the true probability that its greedy answer
+    is right in that form, the truth behind every source's report), whether that answer is right,
+    and what token, ptrue, verbal (numeric and hedge) and consistency (expected share at
+    --samples/--temperature) report; --json has everything."""
     p = _persona(persona)
     s = resolve_suite(suite)
-    rows = suite_truth(s, p, seed=seed, samples=samples, temperature=temperature)[:limit]
+    forms: list[PromptVariant | None] = []
+    for vid in variant or [v.id for v in s.variants]:
+        try:
+            forms.append(suite_variant(s, vid))
+        except KeyError as e:
+            if vid != PLAIN_FORM:
+                raise UsageError(f"--variant: {e.args[0]}; or {PLAIN_FORM}") from None
+            forms.append(None)
+    kb = Knowledge([s], seed=seed)
+    per_form = [(f, suite_truth(s, p, samples=samples, temperature=temperature, knowledge=kb,
+                                variant=f)[:limit]) for f in forms]
     if json_out:
         print_json({"persona": p.name, "suite": s.name, "suite_fingerprint": s.fingerprint, "seed": seed,
                     "samples": samples, "temperature": temperature,
-                    "items": [r.model_dump(mode="json") for r in rows]})
+                    "variants": [_form_json(f) for f in forms],
+                    "items": [r.model_dump(mode="json") for _, rows in per_form for r in rows]})
         return
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("item", "p", "right", "token", "ptrue", "verbal", "hedge", "cons."):
+    for name in ("variant", "item", "p", "right", "token", "ptrue", "verbal", "hedge", "cons."):
         table.add_column(name, no_wrap=name != "hedge")
 
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.3f}"
 
-    for r in rows:
-        table.add_row(r.item_id, fmt(r.latent_p), "yes" if r.right else "no",
-                      fmt(r.token.confidence), fmt(r.ptrue.confidence), r.verbal_numeric.text or "-",
-                      r.verbal_linguistic.text or "-", fmt(r.consistency.confidence))
+    for form, rows in per_form:
+        for r in rows:
+            table.add_row(_form_name(form), r.item_id, fmt(r.latent_p), "yes" if r.right else "no",
+                          fmt(r.token.confidence), fmt(r.ptrue.confidence), r.verbal_numeric.text or "-",
+                          r.verbal_linguistic.text or "-", fmt(r.consistency.confidence))
     console.print(table)
-    n = len(rows)
-    summary: dict[str, Any] = {
-        "items": n,
-        "mean p(right)": sum(r.latent_p for r in rows) / n,
-        "right (greedy)": sum(r.right for r in rows) / n,
-    }
-    for name in ("token", "ptrue", "verbal_numeric", "verbal_linguistic", "consistency"):
-        vals = [getattr(r, name).confidence for r in rows if getattr(r, name).confidence is not None]
-        summary[f"mean {name}"] = sum(vals) / len(vals) if vals else None
-    console.print("  ".join(f"{k}: {fmt(v) if isinstance(v, float) else v if v is not None else '-'}"
-                            for k, v in summary.items()))
+    for form, rows in per_form:
+        n = len(rows)
+        summary: dict[str, Any] = {
+            "variant": _form_name(form),
+            "items": n,
+            "mean p(right)": sum(r.latent_p for r in rows) / n,
+            "right (greedy)": sum(r.right for r in rows) / n,
+        }
+        for name in ("token", "ptrue", "verbal_numeric", "verbal_linguistic", "consistency"):
+            vals = [getattr(r, name).confidence for r in rows if getattr(r, name).confidence is not None]
+            summary[f"mean {name}"] = sum(vals) / len(vals) if vals else None
+        console.print("  ".join(f"{k}: {fmt(v) if isinstance(v, float) else v if v is not None else '-'}"
+                                for k, v in summary.items()))
+
+
+def _form_name(form: PromptVariant | None) -> str:
+    return PLAIN_FORM if form is None else form.id
+
+
+def _form_json(form: PromptVariant | None) -> dict[str, Any]:
+    """What of a variant the simulator sees: its system prompt and its option shuffle."""
+    if form is None:
+        return {"id": PLAIN_FORM, "system": None, "shuffle_seed": None}
+    return {"id": form.id, "system": form.system, "shuffle_seed": form.shuffle_seed}
 
 
 @app.command("personas")
@@ -126,12 +160,29 @@ def personas_cmd(json_out: bool = typer.Option(False, "--json", help="Print JSON
     if json_out:
         print_json([p.model_dump(mode="json") | {"model": p.model_id} for p in PERSONAS.values()])
         return
-    table = Table("model", "logprobs", "token γ", "P(True) γ", "verbal", "summary")
+    table = Table("model", "logprobs", "token γ", "P(True) γ", "verbal", "with a system prompt", "summary")
     for p in PERSONAS.values():
-        verbal = "tens, error halved" if p.verbal_style == "rounder" else f"γ = {p.verbal_gamma:g}"
         table.add_row(p.model_id, "yes" if p.logprobs else "no", f"{p.token_gamma:g}", f"{p.ptrue_gamma:g}",
-                      verbal, p.summary)
+                      _verbal(p), _system_effect(p), p.summary)
     console.print(table)
+
+
+def _verbal(p: Persona) -> str:
+    if p.verbal_style == "rounder":
+        return f"tens, states {p.verbal_error_share:.2g} of its error"
+    return f"γ = {p.verbal_gamma:.2g}"
+
+
+def _system_effect(p: Persona) -> str:
+    s = p.prompted(True)
+    if s.token_gamma == p.token_gamma and s.ptrue_gamma == p.ptrue_gamma and s.verbal_gamma == p.verbal_gamma \
+            and s.verbal_error_share == p.verbal_error_share:
+        return "reports the same way"
+    parts = []
+    if s.token_gamma != p.token_gamma:
+        parts.append(f"token/P(True) γ = {s.token_gamma:.2g}")
+    parts.append(f"verbal {_verbal(s)}")
+    return "; ".join(parts)
 
 
 def main() -> None:

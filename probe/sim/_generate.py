@@ -14,6 +14,10 @@ distribution says, while everything replays exactly on a fresh server.
   none), P(True) = persona.p_true(x); greedy 'A' when P(True) ≥ 0.5, else 'B'.
 * verbal: ``Answer: <label or text>`` and ``Confidence: <persona.verbal_percent(x)>%`` (numeric)
   or the nearest hedge (linguistic), x the belief in the answer it gives.
+
+``persona`` is the form that reports under the request's prompt (``SimRequest.speaker``: its
+system-prompted form when there is a system prompt); the resolved state is that of the prompt's
+variant form.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ class Generator:
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
-        self._cache: dict[tuple[str, Resolved, int, str], Generation] = {}
+        self._cache: dict[tuple[str, Resolved, int, str], Generation] = {}  # (persona.key, …)
 
     def choose(self, persona: Persona, r: Resolved, temperature: float, stream: str, index: int) -> int:
         """Candidate (or, for ptrue, 0 = 'A' / 1 = 'B') answered by choice ``index``."""
@@ -81,7 +85,7 @@ class Generator:
         return persona.p_true(x)
 
     def generate(self, persona: Persona, r: Resolved, candidate: int) -> Generation:
-        key = (persona.name, r, candidate, r.elicitation)
+        key = (persona.key, r, candidate, r.elicitation)
         hit = self._cache.get(key)
         if hit is None:
             hit = self._render(persona, r, candidate)

@@ -23,6 +23,22 @@ seed ``s``:
 * **Unknown questions** get a guess: a hashed option at ``p = b + 0.05·(1 − b)`` (mc) or a guess
   text at ``p = 0.08`` (short); they have no truth.
 
+**Variant forms.** The prompt can change what the model knows a little: the latent logit
+``μ + δ + 1.6·z`` above moves by ``form_shift`` (0 for the plain form, so the plain form is
+exactly the model above):
+
+* a system prompt with text S: ``+ 0.25·normal(s, K, "system", S)`` (zero mean: a system prompt
+  does not make it more accurate, it changes which items it gets right now and then);
+* mc options in an order other than the suite's (``order[j]`` = original index shown at position
+  j): ``+ 0.5·(a − j_a)/(k − 1) + 0.3·normal(s, K, "order", order)``, where a is the correct
+  answer's original position and ``j_a`` its shown one: position bias (an answer moved to the
+  front gains up to 0.5 on the logit scale, one moved to the back loses as much) plus a per-order
+  draw.
+
+Everything else (the right draw, the wrong option, the belief) is computed as above with the
+shifted p, with the same uniform numbers, so most answers stay the same across variants and the
+state of every form is again calibrated: its greedy answer is right with probability p.
+
 A persona turns the belief into the distribution it reports (``ItemState.reported``): the greedy
 answer gets ``c = f(p)`` (see ``probe.sim._personas``), the others share ``1 − c`` in proportion
 to their belief. Samples at temperature T > 0 are drawn from the reported distribution raised to
@@ -52,6 +68,9 @@ NEAR_MISSES = 3
 GUESS_EXCESS = 0.05
 GUESS_SHORT_P = 0.08
 OTHER_ALIAS_RATE = 0.25
+SYSTEM_JITTER = 0.25
+POSITION_BIAS = 0.5
+ORDER_JITTER = 0.3
 DIFFICULTY_SHIFT = {"trivial": 1.8, "easy": 1.0, "medium": 0.0, "hard": -1.0, "very-hard": -1.8,
                     "very_hard": -1.8, "expert": -1.8}
 _INT = re.compile(r"-?\d{1,3}(?:,\d{3})+|-?\d+")
@@ -70,11 +89,13 @@ class Candidate:
 class ItemState:
     """Latent state of one item: candidates, greedy answer, belief; reported forms cached."""
 
-    __slots__ = ("_cache", "accepted", "belief", "candidates", "chance", "greedy", "key", "kind", "known", "p")
+    __slots__ = ("_cache", "accepted", "belief", "candidates", "chance", "greedy", "key", "kind", "known", "order",
+                 "p", "shift", "system")
 
     def __init__(self, *, key: str, kind: str, chance: float, p: float, greedy: int,
                  candidates: tuple[Candidate, ...], belief: tuple[float, ...], known: bool,
-                 accepted: frozenset[str] = frozenset()) -> None:
+                 accepted: frozenset[str] = frozenset(), order: tuple[int, ...] | None = None,
+                 system: str | None = None, shift: float = 0.0) -> None:
         self.key = key
         self.kind = kind
         self.chance = chance
@@ -84,6 +105,9 @@ class ItemState:
         self.belief = belief
         self.known = known
         self.accepted = accepted  # normalized aliases of a known short question
+        self.order = order  # mc, shown in another order: original index at each shown position
+        self.system = system  # the system prompt of this form, if any
+        self.shift = shift  # latent logit shift of this form against the plain one
         self._cache: dict[object, tuple[float, ...]] = {}
 
     @property
@@ -93,14 +117,14 @@ class ItemState:
 
     def reported(self, persona: Persona) -> tuple[float, ...]:
         """The distribution over the candidates that ``persona`` reports (and samples from)."""
-        cached = self._cache.get(persona.name)
+        cached = self._cache.get(persona.key)
         if cached is None:
-            cached = self._cache[persona.name] = _report(self, persona)
+            cached = self._cache[persona.key] = _report(self, persona)
         return cached
 
     def sampling(self, persona: Persona, temperature: float) -> tuple[float, ...]:
         """Sampling distribution at ``temperature``: reported ** (1/T), renormalized."""
-        key = (persona.name, temperature)
+        key = (persona.key, temperature)
         cached = self._cache.get(key)
         if cached is None:
             cached = self._cache[key] = tempered(self.reported(persona), temperature, self.greedy)
@@ -163,6 +187,34 @@ def difficulty_shift(tags: Sequence[str]) -> float:
     return 0.0
 
 
+def normal_order(order: Sequence[int] | None) -> tuple[int, ...] | None:
+    """``order`` as a tuple, or None when it is the original order (the plain form)."""
+    if order is None or all(i == j for i, j in enumerate(order)):
+        return None
+    return tuple(order)
+
+
+def normal_system(system: str | None) -> str | None:
+    """The system prompt as the simulator keys it: stripped, None when empty."""
+    text = (system or "").strip()
+    return text or None
+
+
+def form_shift(seed: int, key: str, *, system: str | None = None, order: Sequence[int] | None = None,
+               answer: int | None = None) -> float:
+    """Shift of an item's latent logit under a prompt variant (see the module docstring); ``order``
+    and ``answer`` only for mc. 0 for the plain form (no system prompt, original order)."""
+    shift = 0.0
+    if system is not None:
+        shift += SYSTEM_JITTER * normal(seed, key, "system", system)
+    if order is not None and answer is not None:
+        k = len(order)
+        shown = list(order).index(answer)
+        shift += POSITION_BIAS * (answer - shown) / (k - 1)
+        shift += ORDER_JITTER * normal(seed, key, "order", ",".join(map(str, order)))
+    return shift
+
+
 def _rest_shares(seed: int, key: str, n: int) -> list[float]:
     w = [math.exp(REST_SPREAD * normal(seed, key, "w", j)) for j in range(n)]
     total = math.fsum(w)
@@ -192,27 +244,34 @@ def _assign(seed: int, key: str, p: float, right: bool, correct: int, wrong: Seq
     return greedy, belief
 
 
-def mc_state(q: Question, seed: int) -> ItemState:
-    """Latent state of a known multiple-choice question."""
+def mc_state(q: Question, seed: int, *, order: Sequence[int] | None = None,
+             system: str | None = None) -> ItemState:
+    """Latent state of a known multiple-choice question, in the form of a prompt with the options in
+    ``order`` (original indices in shown order; None: the suite's order) and system prompt ``system``."""
     assert q.choices is not None and q.answer is not None
     key = item_key(q)
     k = len(q.choices)
     chance = 1.0 / k
-    t = sigmoid(MU_MC + difficulty_shift(q.tags) + SPREAD * normal(seed, key, "p"))
+    order, system = normal_order(order), normal_system(system)
+    shift = form_shift(seed, key, system=system, order=order, answer=q.answer)
+    t = sigmoid(MU_MC + difficulty_shift(q.tags) + SPREAD * normal(seed, key, "p") + shift)
     p = chance + (1.0 - chance) * t
     right = uniform(seed, key, "right") < p
     wrong = [i for i in range(k) if i != q.answer]
     greedy, belief = _assign(seed, key, p, right, q.answer, wrong, k)
     cands = tuple(Candidate(text=c, choice=i, correct=i == q.answer) for i, c in enumerate(q.choices))
     return ItemState(key=key, kind="mc", chance=chance, p=p, greedy=greedy, candidates=cands,
-                     belief=tuple(belief), known=True)
+                     belief=tuple(belief), known=True, order=order, system=system, shift=shift)
 
 
-def short_state(q: Question, seed: int, peers: Sequence[str] = ()) -> ItemState:
-    """Latent state of a known short-answer question; ``peers`` are answers of related questions."""
+def short_state(q: Question, seed: int, peers: Sequence[str] = (), *, system: str | None = None) -> ItemState:
+    """Latent state of a known short-answer question (under system prompt ``system``); ``peers`` are
+    answers of related questions."""
     assert q.aliases is not None
     key = item_key(q)
-    t = sigmoid(MU_SHORT + difficulty_shift(q.tags) + SPREAD * normal(seed, key, "p"))
+    system = normal_system(system)
+    shift = form_shift(seed, key, system=system)
+    t = sigmoid(MU_SHORT + difficulty_shift(q.tags) + SPREAD * normal(seed, key, "p") + shift)
     p = SHORT_FLOOR + (1.0 - 2 * SHORT_FLOOR) * t
     right = uniform(seed, key, "right") < p
     written = q.aliases[0]
@@ -236,7 +295,7 @@ def short_state(q: Question, seed: int, peers: Sequence[str] = ()) -> ItemState:
             belief[cand] = m
     return ItemState(key=key, kind="short", chance=0.0, p=p, greedy=greedy, candidates=cands,
                      belief=tuple(belief), known=True,
-                     accepted=frozenset(normalize_answer(a) for a in q.aliases))
+                     accepted=frozenset(normalize_answer(a) for a in q.aliases), system=system, shift=shift)
 
 
 def near_misses(aliases: Sequence[str], peers: Sequence[str], seed: int, key: str,

@@ -6,6 +6,11 @@ text (the longest known question text the prompt starts with, up to a line end; 
 any known question text inside the prompt), the options by their ``<label>. <text>`` lines, and
 the shown labels are mapped back to the original choices by option text, so shuffled variants
 are answered consistently.
+
+The variant *form* of a prompt is read from the prompt too (variant ids are never sent): the
+system prompt that came with it (given by the caller: ``resolve(text, system)``) and, for a known
+mc question, the order its options are shown in. The item's latent state is that of its form
+(``probe.sim._items.form_shift``), which is what ``probe sim truth`` states per variant.
 """
 
 from __future__ import annotations
@@ -18,8 +23,16 @@ from typing import Literal
 
 from probe.grading import normalize_answer, parse_label
 from probe.prompts import HEDGES, MARKERS
-from probe.sim._items import ItemState, guess_mc_state, guess_short_state, mc_state, short_state
-from probe.suite import DEFAULT_LABELS, Question, Suite
+from probe.sim._items import (
+    ItemState,
+    guess_mc_state,
+    guess_short_state,
+    mc_state,
+    normal_order,
+    normal_system,
+    short_state,
+)
+from probe.suite import DEFAULT_LABELS, PromptVariant, Question, Suite
 
 Elicitation = Literal["answer", "ptrue", "verbal_numeric", "verbal_linguistic", "other"]
 ELICITATIONS: tuple[Elicitation, ...] = ("answer", "ptrue", "verbal_numeric", "verbal_linguistic", "other")
@@ -82,8 +95,8 @@ class Knowledge:
         self.seed = seed
         self.suite_names = tuple(s.name for s in suites)
         self._by_text: dict[str, list[_Ref]] = {}
-        self._states: dict[tuple[str, str], ItemState] = {}
-        self._resolved: dict[str, Resolved] = {}
+        self._states: dict[tuple[str, str, tuple[int, ...] | None, str | None], ItemState] = {}
+        self._resolved: dict[str | tuple[str, str], Resolved] = {}
         for suite in suites:
             by_subject: dict[str | None, list[str]] = {}
             for q in suite.questions:
@@ -99,34 +112,45 @@ class Knowledge:
     def size(self) -> int:
         return sum(len(v) for v in self._by_text.values())
 
-    def state(self, question: Question, suite: str = "") -> ItemState:
-        """Latent state of a known question (first suite holding the same text wins for peers)."""
+    def state(self, question: Question, suite: str = "", variant: PromptVariant | None = None) -> ItemState:
+        """Latent state of a known question in the form ``variant``'s prompts have (its system
+        prompt, its option order; None: the plain form). The first suite holding the same text wins
+        for peers."""
         refs = self._by_text.get(question.text.strip(), [])
         ref = next((r for r in refs if r.question == question), None)
         if ref is None:
             ref = _Ref(question=question, suite=suite, peers=())
-        return self._state(ref)
+        if variant is None:
+            return self._state(ref)
+        order = variant.order(question) if question.kind == "mc" else None
+        return self._state(ref, normal_order(order), normal_system(variant.system))
 
-    def _state(self, ref: _Ref) -> ItemState:
-        key = (ref.suite, ref.question.id)
+    def _state(self, ref: _Ref, order: tuple[int, ...] | None = None, system: str | None = None) -> ItemState:
+        key = (ref.suite, ref.question.id, order, system)
         st = self._states.get(key)
         if st is None:
             q = ref.question
-            st = mc_state(q, self.seed) if q.kind == "mc" else short_state(q, self.seed, ref.peers)
+            if q.kind == "mc":
+                st = mc_state(q, self.seed, order=order, system=system)
+            else:
+                st = short_state(q, self.seed, ref.peers, system=system)
             self._states[key] = st
         return st
 
-    def resolve(self, text: str) -> Resolved:
-        """Understand a prompt (the last user message); results are cached by text."""
-        hit = self._resolved.get(text)
+    def resolve(self, text: str, system: str | None = None) -> Resolved:
+        """Understand a prompt: the last user message and the system prompt sent with it (None or
+        blank: none); results are cached by both."""
+        system = normal_system(system)
+        cache_key: str | tuple[str, str] = text if system is None else (text, system)
+        hit = self._resolved.get(cache_key)
         if hit is None:
-            hit = self._resolve(text)
+            hit = self._resolve(text, system)
             if len(self._resolved) >= MAX_RESOLVED:
                 self._resolved.clear()
-            self._resolved[text] = hit
+            self._resolved[cache_key] = hit
         return hit
 
-    def _resolve(self, text: str) -> Resolved:
+    def _resolve(self, text: str, system: str | None = None) -> Resolved:
         kind = detect(text)
         text_key = blake2b(text.encode(), digest_size=8).hexdigest()
         body, proposed = text, None
@@ -149,7 +173,7 @@ class Knowledge:
         if kind == "other":
             kind = "answer"
         options = parse_options(rest if refs is not None else body)
-        state, labels = self._choose(refs, options, body, text_key)
+        state, labels = self._choose(refs, options, body, text_key, system)
         index = _proposed_index(state, labels, proposed) if proposed is not None else None
         return Resolved(elicitation=kind, state=state, labels=labels, proposed=index, text_key=text_key)
 
@@ -173,7 +197,7 @@ class Knowledge:
         return self._by_text[best], b[len(best):]
 
     def _choose(self, refs: list[_Ref] | None, options: list[tuple[str, str]], body: str,
-                text_key: str) -> tuple[ItemState, tuple[str, ...]]:
+                text_key: str, system: str | None) -> tuple[ItemState, tuple[str, ...]]:
         refs = refs or []
         if len(options) >= 2:
             shown = [t for _, t in options]
@@ -181,17 +205,18 @@ class Knowledge:
                 q = ref.question
                 if q.kind == "mc" and q.choices is not None and sorted(q.choices) == sorted(shown):
                     labels = [""] * len(q.choices)
-                    for label, t in options:
-                        labels[q.choices.index(t)] = label
-                    return self._state(ref), tuple(labels)
+                    order = [q.choices.index(t) for t in shown]
+                    for (label, _), i in zip(options, order, strict=True):
+                        labels[i] = label
+                    return self._state(ref, normal_order(order), system), tuple(labels)
             guess = guess_mc_state(shown, text_key, self.seed)
             return guess, tuple(label for label, _ in options)
         short = next((r for r in refs if r.question.kind == "short"), None)
         if short is not None:
-            return self._state(short), ()
+            return self._state(short, None, system), ()
         mc = next((r for r in refs if r.question.kind == "mc"), None)
         if mc is not None and mc.question.choices is not None:
-            return self._state(mc), DEFAULT_LABELS[: len(mc.question.choices)]
+            return self._state(mc, None, system), DEFAULT_LABELS[: len(mc.question.choices)]
         question = body.strip().split("\n\n", 1)[0]
         return guess_short_state(question, text_key, self.seed), ()
 

@@ -27,11 +27,29 @@ verbal-rounder     1          1          1 − (1 − x)/2, to tens       yes
 ``verbal-rounder`` states half its true error rate and rounds to a multiple of ten (60 %…100 %
 on four-option questions), as chat models do. The linguistic verbal form states the hedge of
 ``probe.prompts.HEDGES`` whose number is nearest the numeric statement.
+
+**With a system prompt** (any non-empty system or developer message, or Anthropic's ``system``)
+a persona reports through ``with_system_prompt()``: its token and P(True) exponents are
+multiplied by ``system_gamma`` and its verbal exponent (or, for the rounder, the share of its
+error rate it states) by ``system_verbal`` — more confident, as a "you are an expert" prompt
+makes chat models, without making it know more (the latent p of an item moves only by the
+variant's small shift, ``probe.sim._items.form_shift``, which every persona shares):
+
+=================  ============  ============  ==========================================
+persona            system_gamma  system_verbal with a system prompt
+=================  ============  ============  ==========================================
+calibrated         1             1             unchanged: calibrated under every prompt
+overconfident      0.75          0.75          γ = 0.3 everywhere (more overconfident)
+underconfident     0.75          0.75          γ = 1.5 everywhere (less underconfident)
+nologprobs         1             1             unchanged
+verbal-rounder     1             2/3           logprobs calibrated; states a third of its error
+=================  ============  ============  ==========================================
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,11 +71,29 @@ class Persona(BaseModel):
     token_gamma: float = Field(gt=0, description="Exponent γ of the reported option probability.")
     ptrue_gamma: float = Field(gt=0, description="Exponent γ of the reported P(True).")
     verbal_gamma: float = Field(gt=0, description="Exponent γ of the stated confidence (style 'exact').")
-    verbal_style: VerbalStyle = Field(description="exact: round(100·f(x)); rounder: 1 − (1 − x)/2 to tens.")
+    verbal_style: VerbalStyle = Field(description="exact: round(100·f(x)); rounder: 1 − s·(1 − x) to tens.")
+    verbal_error_share: float = Field(default=0.5, gt=0, le=1,
+                                      description="rounder: the share s of its error rate it states.")
+    system_gamma: float = Field(default=1.0, gt=0, le=1,
+                                description="With a system prompt: factor on the token and P(True) γ.")
+    system_verbal: float = Field(default=1.0, gt=0, le=1,
+                                 description="With a system prompt: factor on the verbal γ (exact) or on the "
+                                             "stated error share (rounder).")
+    system_prompted: bool = Field(default=False,
+                                  description="True for the form it takes under a system prompt.")
 
     @property
     def model_id(self) -> str:
         return MODEL_PREFIX + self.name
+
+    @property
+    def key(self) -> str:
+        """Cache key of what it reports: the name, plus '+system' for its system-prompted form."""
+        return self.name + "+system" if self.system_prompted else self.name
+
+    def prompted(self, system: bool) -> Persona:
+        """How it reports under a prompt with (``system``) or without a system prompt."""
+        return with_system_prompt(self) if system else self
 
     def token_confidence(self, x: float, chance: float) -> float:
         """Probability it reports on an answer it believes right with probability ``x``."""
@@ -74,8 +110,21 @@ class Persona(BaseModel):
     def verbal_percent(self, x: float, chance: float) -> int:
         """The confidence it states, in percent, for an answer it believes right with prob. ``x``."""
         if self.verbal_style == "rounder":
-            return min(100, 10 * math.floor(10 * (1.0 - (1.0 - x) / 2.0) + 0.5))
+            return min(100, 10 * math.floor(10 * (1.0 - (1.0 - x) * self.verbal_error_share) + 0.5))
         return min(100, max(0, math.floor(100.0 * report(x, chance, self.verbal_gamma) + 0.5)))
+
+
+@lru_cache(maxsize=64)
+def with_system_prompt(persona: Persona) -> Persona:
+    """The persona as it reports under a system prompt: token and P(True) γ times
+    ``system_gamma``, verbal γ (or the rounder's stated error share) times ``system_verbal``."""
+    if persona.system_prompted:
+        return persona
+    sg, sv = persona.system_gamma, persona.system_verbal
+    return persona.model_copy(update={
+        "token_gamma": persona.token_gamma * sg, "ptrue_gamma": persona.ptrue_gamma * sg,
+        "verbal_gamma": persona.verbal_gamma * sv, "verbal_error_share": persona.verbal_error_share * sv,
+        "system_gamma": 1.0, "system_verbal": 1.0, "system_prompted": True})
 
 
 def report(x: float, chance: float, gamma: float) -> float:
@@ -106,13 +155,16 @@ PERSONAS: dict[str, Persona] = {
         Persona(name="calibrated", summary="Reports its true beliefs: every source is calibrated.",
                 logprobs=True, token_gamma=1.0, ptrue_gamma=1.0, verbal_gamma=1.0, verbal_style="exact"),
         Persona(name="overconfident", summary="Sharpened like an RLHF chat model: every source overstates.",
-                logprobs=True, token_gamma=0.4, ptrue_gamma=0.4, verbal_gamma=0.4, verbal_style="exact"),
+                logprobs=True, token_gamma=0.4, ptrue_gamma=0.4, verbal_gamma=0.4, verbal_style="exact",
+                system_gamma=0.75, system_verbal=0.75),
         Persona(name="underconfident", summary="Flattened: every source understates.",
-                logprobs=True, token_gamma=2.0, ptrue_gamma=2.0, verbal_gamma=2.0, verbal_style="exact"),
+                logprobs=True, token_gamma=2.0, ptrue_gamma=2.0, verbal_gamma=2.0, verbal_style="exact",
+                system_gamma=0.75, system_verbal=0.75),
         Persona(name="nologprobs", summary="Calibrated, but ignores `logprobs` (returns none), like many hosts.",
                 logprobs=False, token_gamma=1.0, ptrue_gamma=1.0, verbal_gamma=1.0, verbal_style="exact"),
         Persona(name="verbal-rounder", summary="Calibrated logprobs; says confidences in tens and overstates.",
-                logprobs=True, token_gamma=1.0, ptrue_gamma=1.0, verbal_gamma=1.0, verbal_style="rounder"),
+                logprobs=True, token_gamma=1.0, ptrue_gamma=1.0, verbal_gamma=1.0, verbal_style="rounder",
+                system_verbal=2 / 3),
     )
 }
 

@@ -31,6 +31,7 @@ class SimRequest:
     model: str
     persona: Persona
     prompt: str  # content of the last user message
+    system: str | None  # the system prompt (system/developer messages, Anthropic's 'system'), stripped
     prompt_tokens: int
     n: int
     temperature: float
@@ -39,6 +40,12 @@ class SimRequest:
     max_tokens: int | None
     seed: int | None
     stops: tuple[str, ...]
+
+    @property
+    def speaker(self) -> Persona:
+        """The persona as it reports under this request's prompt (its system-prompted form when the
+        request has a system prompt)."""
+        return self.persona.prompted(self.system is not None)
 
 
 def _text_of(content: Any, where: str) -> str:
@@ -104,10 +111,16 @@ def _persona(model: Any) -> tuple[str, Persona]:
     return model, persona
 
 
-def _prompt(messages: Any, roles: tuple[str, ...]) -> tuple[str, int]:
+_SYSTEM_ROLES = ("system", "developer")
+
+
+def _prompt(messages: Any, roles: tuple[str, ...]) -> tuple[str, str | None, int]:
+    """The last user message, the system prompt (system/developer messages joined by a blank line,
+    as probe's Anthropic adapter joins them; None when blank) and the estimated prompt tokens."""
     if not isinstance(messages, list) or not messages:
         raise RequestError(400, "'messages' must be a non-empty array.", "messages")
     prompt = None
+    system: list[str] = []
     chars = 0
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in roles:
@@ -116,9 +129,11 @@ def _prompt(messages: Any, roles: tuple[str, ...]) -> tuple[str, int]:
         chars += len(text)
         if m["role"] == "user":
             prompt = text
+        elif m["role"] in _SYSTEM_ROLES:
+            system.append(text)
     if prompt is None:
         raise RequestError(400, "messages: at least one message must have the role 'user'", "messages")
-    return prompt, chars // 4 + 4 * len(messages) + 3
+    return prompt, "\n\n".join(system).strip() or None, chars // 4 + 4 * len(messages) + 3
 
 
 def parse_openai(obj: Any) -> SimRequest:
@@ -129,7 +144,8 @@ def parse_openai(obj: Any) -> SimRequest:
     if obj.get("stream"):
         raise RequestError(400, "Streaming is not supported by probe's simulator; send stream: false.", "stream",
                            "unsupported_parameter")
-    prompt, prompt_tokens = _prompt(obj.get("messages"), ("system", "developer", "user", "assistant", "tool"))
+    prompt, system, prompt_tokens = _prompt(obj.get("messages"),
+                                            ("system", "developer", "user", "assistant", "tool"))
     logprobs = obj.get("logprobs")
     if logprobs is not None and not isinstance(logprobs, bool):
         raise RequestError(400, "Invalid type for 'logprobs': expected a boolean.", "logprobs", "invalid_type")
@@ -145,7 +161,7 @@ def parse_openai(obj: Any) -> SimRequest:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise RequestError(400, "Invalid type for 'seed': expected an integer.", "seed", "invalid_type")
     _number(obj, "top_p", 0.0, 1.0, 1.0)
-    return SimRequest(model=model, persona=persona, prompt=prompt, prompt_tokens=prompt_tokens, n=n,
+    return SimRequest(model=model, persona=persona, prompt=prompt, system=system, prompt_tokens=prompt_tokens, n=n,
                       temperature=_number(obj, "temperature", 0.0, 2.0, 1.0), logprobs=bool(logprobs),
                       top_logprobs=top or 0, max_tokens=max_tokens, seed=seed,
                       stops=_stops(obj.get("stop"), "stop"))
@@ -162,9 +178,12 @@ def parse_anthropic(obj: Any) -> SimRequest:
     if max_tokens is None:
         raise RequestError(400, "max_tokens: Field required", "max_tokens")
     checked = _integer(obj, "max_tokens", 1, None)
+    system = None
     if obj.get("system") is not None:
-        _text_of(obj["system"], "system")
-    prompt, prompt_tokens = _prompt(obj.get("messages"), ("user", "assistant"))
-    return SimRequest(model=model, persona=persona, prompt=prompt, prompt_tokens=prompt_tokens, n=1,
+        system = _text_of(obj["system"], "system").strip() or None
+    prompt, _, prompt_tokens = _prompt(obj.get("messages"), ("user", "assistant"))
+    if system is not None:
+        prompt_tokens += len(system) // 4
+    return SimRequest(model=model, persona=persona, prompt=prompt, system=system, prompt_tokens=prompt_tokens, n=1,
                       temperature=_number(obj, "temperature", 0.0, 1.0, 1.0), logprobs=False, top_logprobs=0,
                       max_tokens=checked, seed=None, stops=_stops(obj.get("stop_sequences"), "stop_sequences"))

@@ -13,6 +13,11 @@ probability that the answer behind it is right (pure).
   P(right | m), the truth behind a reported m/K.
 
 Sources a persona cannot report (token and ptrue without logprobs) are ``available: false``.
+
+Every item's truth is stated for one *variant form*: the prompts of a ``PromptVariant`` (its
+system prompt, its option order), in which p is the item's latent p for that form and the
+persona reports through its system-prompted form when the variant has a system prompt. Without a
+variant it is the plain form (no system prompt, the suite's option order).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from probe.sim._knowledge import Knowledge
 from probe.sim._personas import Persona, hedge_for
 from probe.sim._rng import uniform
 from probe.sim._tokens import tokenize
-from probe.suite import Question, Suite
+from probe.suite import PromptVariant, Question, Suite
 
 MAX_EXACT = 200_000
 MONTE_CARLO_DRAWS = 200_000
@@ -71,7 +76,13 @@ class ItemTruth(BaseModel):
     kind: str = Field(description="mc or short.")
     persona: str = Field(description="Persona name.")
     seed: int = Field(description="Simulator seed.")
-    latent_p: float = Field(description="Probability that the greedy answer is right.")
+    variant: str | None = Field(default=None, description="Variant id the truth is for (None: the plain form).")
+    system_prompt: bool = Field(default=False, description="Whether the variant's prompts have a system prompt "
+                                                           "(the persona reports in its system-prompted form).")
+    order: tuple[int, ...] | None = Field(default=None, description="mc: original choice index at each shown "
+                                                                    "position, when not the suite's order.")
+    logit_shift: float = Field(default=0.0, description="Shift of the latent logit against the plain form.")
+    latent_p: float = Field(description="Probability that the greedy answer is right (in this form).")
     answer: str = Field(description="The greedy (temperature 0) answer: option text or answer text.")
     answer_choice: int | None = Field(description="mc: original index of the greedy answer.")
     right: bool = Field(description="Whether the greedy answer is right (the realized draw).")
@@ -83,7 +94,10 @@ class ItemTruth(BaseModel):
 
 
 def item_truth(state: ItemState, persona: Persona, *, suite: str, question: Question, seed: int,
-               samples: int = 5, temperature: float = 1.0) -> ItemTruth:
+               samples: int = 5, temperature: float = 1.0, variant: str | None = None) -> ItemTruth:
+    """Truth of one item in the form of ``state`` (which carries its system prompt and order)."""
+    base = persona
+    persona = persona.prompted(state.system is not None)
     p = state.p
     greedy = state.candidates[state.greedy]
     c = state.reported(persona)[state.greedy]
@@ -100,18 +114,32 @@ def item_truth(state: ItemState, persona: Persona, *, suite: str, question: Ques
     correct = [bool(cand.correct) for cand in state.candidates]
     cons = consistency_truth(state.sampling(persona, temperature), correct, samples,
                              seed=int(uniform(seed, state.key, "mc") * 2**31))
-    return ItemTruth(suite=suite, item_id=question.id, kind=state.kind, persona=persona.name, seed=seed,
-                     latent_p=p, answer=greedy.text, answer_choice=greedy.choice, right=bool(greedy.correct),
+    return ItemTruth(suite=suite, item_id=question.id, kind=state.kind, persona=base.name, seed=seed,
+                     variant=variant, system_prompt=state.system is not None, order=state.order,
+                     logit_shift=state.shift, latent_p=p, answer=greedy.text, answer_choice=greedy.choice, right=bool(greedy.correct),
                      token=token, ptrue=ptrue, verbal_numeric=numeric, verbal_linguistic=linguistic,
                      consistency=cons)
 
 
 def suite_truth(suite: Suite, persona: Persona, *, seed: int = 0, samples: int = 5,
-                temperature: float = 1.0, knowledge: Knowledge | None = None) -> list[ItemTruth]:
-    """Truth for every item of ``suite``."""
+                temperature: float = 1.0, knowledge: Knowledge | None = None,
+                variant: PromptVariant | str | None = None) -> list[ItemTruth]:
+    """Truth for every item of ``suite`` as asked in ``variant`` (a PromptVariant or the id of one
+    of the suite's variants; None: the plain form, no system prompt and the suite's option order)."""
     kb = knowledge or Knowledge([suite], seed=seed)
-    return [item_truth(kb.state(q, suite.name), persona, suite=suite.name, question=q, seed=kb.seed,
-                       samples=samples, temperature=temperature) for q in suite.questions]
+    v = suite_variant(suite, variant) if isinstance(variant, str) else variant
+    return [item_truth(kb.state(q, suite.name, v), persona, suite=suite.name, question=q, seed=kb.seed,
+                       samples=samples, temperature=temperature, variant=v.id if v else None)
+            for q in suite.questions]
+
+
+def suite_variant(suite: Suite, variant_id: str) -> PromptVariant:
+    """The suite's variant with this id; KeyError naming the known ones otherwise."""
+    for v in suite.variants:
+        if v.id == variant_id:
+            return v
+    raise KeyError(f"suite {suite.name!r} has no variant {variant_id!r} "
+                   f"(known: {', '.join(v.id for v in suite.variants)})")
 
 
 @lru_cache(maxsize=256)

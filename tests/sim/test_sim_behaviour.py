@@ -1,5 +1,6 @@
-"""How the simulator answers: deterministic, consistent across variants, sampling as its
-distribution says, and readable by probe's own parsers."""
+"""How the simulator answers: deterministic, each variant form as its own truth says (and mostly
+the same answers across variants), sampling as its distribution says, and readable by probe's own
+parsers."""
 
 from __future__ import annotations
 
@@ -54,24 +55,75 @@ def test_the_seed_changes_which_items_it_gets_right(mini_suite: Suite) -> None:
     assert a != b
 
 
-def test_shuffled_variant_gives_the_same_original_choice(client: httpx.Client, mini_suite: Suite) -> None:
-    for q in mini_suite.questions:
-        if q.kind != "mc":
-            continue
-        picked = set()
-        for v in mini_suite.variants:
+def test_every_variant_answers_as_its_own_truth_says(client: httpx.Client, mini_suite: Suite) -> None:
+    """Shuffled options are mapped back to the original choices, and each variant's answer is the one
+    the truth states for that variant form (which may differ from the plain form's)."""
+    for v in mini_suite.variants:
+        truth = {t.item_id: t for t in suite_truth(mini_suite, PERSONAS["calibrated"], variant=v)}
+        for q in mini_suite.questions:
             prompt = answer_prompt(q, v)
-            label = _post(client, _msgs(prompt), temperature=0)["choices"][0]["message"]["content"]
-            picked.add(prompt.choice_of_label(label))
-        assert len(picked) == 1 and None not in picked
+            got = _contents(_post(client, _msgs(prompt), temperature=0))[0]
+            if q.kind == "mc":
+                assert prompt.choice_of_label(got) == truth[q.id].answer_choice
+            else:
+                assert got == truth[q.id].answer
+            assert truth[q.id].system_prompt is (v.system is not None)
+            assert (truth[q.id].order is not None) is (q.kind == "mc" and prompt.order != tuple(range(4)))
     assert any(answer_prompt(q, mini_suite.variants[1]).order != tuple(range(4))
                for q in mini_suite.questions if q.kind == "mc")
+
+
+def test_anthropic_system_parameter_is_the_same_form_as_a_system_message(client: httpx.Client,
+                                                                        mini_suite: Suite) -> None:
+    v = mini_suite.variants[2]
+    assert v.system is not None
+    truth = {t.item_id: t for t in suite_truth(mini_suite, PERSONAS["overconfident"], variant=v)}
+    for q in mini_suite.questions:
+        prompt = answer_prompt(q, v)
+        user = [m.model_dump() for m in prompt.messages if m.role != "system"]
+        r = client.post("/messages", json={"model": "sim-overconfident", "max_tokens": 16, "temperature": 0,
+                                           "system": v.system, "messages": user})
+        text = r.json()["content"][0]["text"]
+        if q.kind == "mc":
+            assert prompt.choice_of_label(text) == truth[q.id].answer_choice
+        else:
+            assert text == truth[q.id].answer
+        verbal_msgs = _msgs(verbal_prompt(q, v, "numeric"))
+        stated = verbal(_contents(_post(client, verbal_msgs, persona="sim-overconfident", temperature=0))[0],
+                        "numeric")
+        assert stated.confidence == pytest.approx(truth[q.id].verbal_numeric.confidence)
+
+
+def test_variant_forms_shift_p_a_little_and_keep_most_answers() -> None:
+    """Over many items: a system prompt moves p per item with no net gain, a shuffle adds position
+    bias (an answer moved to the front gains), and most greedy answers stay the same."""
+    qs = tuple(Question(id=f"q{i}", kind="mc", text=f"Variant question {i}?",
+                        choices=tuple(f"opt {i}-{j}" for j in range(4)), answer=i % 4) for i in range(3000))
+    expert = PromptVariant(id="expert", system="You are an expert.")
+    shuffled = PromptVariant(id="shuffled", shuffle_seed=11)
+    suite = Suite(name="forms", version="1", variants=(PromptVariant(id="plain"), expert, shuffled), questions=qs)
+    kb = Knowledge([suite])
+    per = PERSONAS["calibrated"]
+    plain = suite_truth(suite, per, knowledge=kb)
+    for v in (expert, shuffled):
+        form = suite_truth(suite, per, knowledge=kb, variant=v)
+        same = sum(a.answer_choice == b.answer_choice for a, b in zip(plain, form, strict=True)) / len(qs)
+        assert 0.8 < same < 1.0
+        dp = [b.latent_p - a.latent_p for a, b in zip(plain, form, strict=True)]
+        assert abs(sum(dp) / len(dp)) < 0.01
+        assert max(abs(d) for d in dp) > 0.03
+    moved = [(q.answer, b.order.index(q.answer), b.logit_shift)
+             for q, b in zip(qs, suite_truth(suite, per, knowledge=kb, variant=shuffled), strict=True)
+             if b.order is not None and q.answer is not None]
+    front = [s for a, j, s in moved if j < a]
+    back = [s for a, j, s in moved if j > a]
+    assert sum(front) / len(front) > 0.1 > -0.1 > sum(back) / len(back)
 
 
 def test_samples_follow_the_sampling_distribution(client: httpx.Client, mini_suite: Suite) -> None:
     q = next(q for q in mini_suite.questions if q.kind == "mc")
     prompt = answer_prompt(q, mini_suite.variants[1])
-    state = Knowledge([mini_suite]).state(q, "mini")
+    state = Knowledge([mini_suite]).state(q, "mini", mini_suite.variants[1])
     for persona, temperature in (("overconfident", 1.0), ("underconfident", 0.7)):
         dist = state.sampling(PERSONAS[persona], temperature)
         counts: Counter[int | None] = Counter()
@@ -118,7 +170,7 @@ def test_verbal_answers_parse_with_probes_parser_and_match_the_truth(client: htt
                                                                      mini_suite: Suite) -> None:
     v = mini_suite.variants[1]
     for persona in ("calibrated", "verbal-rounder", "nologprobs"):
-        truth = {t.item_id: t for t in suite_truth(mini_suite, PERSONAS[persona])}
+        truth = {t.item_id: t for t in suite_truth(mini_suite, PERSONAS[persona], variant=v)}
         for q in mini_suite.questions:
             t = truth[q.id]
             for form in ("numeric", "linguistic"):
@@ -144,7 +196,7 @@ def test_ptrue_follows_its_belief_in_the_proposed_answer(client: httpx.Client, m
     v = mini_suite.variants[1]
     assert q.choices is not None
     kb = Knowledge([mini_suite])
-    st = kb.state(q, "mini")
+    st = kb.state(q, "mini", v)
     prompt = answer_prompt(q, v)
     for choice, text in enumerate(q.choices):
         proposed = f"{prompt.label_of_choice(choice)}. {text}"
@@ -192,7 +244,10 @@ def test_custom_templates_and_few_shot_are_understood(client: httpx.Client, mini
                            templates={"answer_mc": "Quiz time. {question}\n{options}\nReply with the number."})
     prompt = answer_prompt(q, custom)
     got = _contents(_post(client, _msgs(prompt), temperature=0))[0]
-    assert prompt.choice_of_label(got) == truth.answer_choice
+    custom_truth = suite_truth(mini_suite, PERSONAS["calibrated"], variant=custom)[0]
+    assert custom_truth.item_id == q.id and custom_truth.order == prompt.order != (0, 1, 2, 3)
+    assert prompt.choice_of_label(got) == custom_truth.answer_choice
+    # few-shot examples do not change the form: the plain form's answer
     few = mini_suite.variants[0].model_copy(update={"few_shot": ()})
     shots = PromptVariant(id="shots", few_shot=(
         {"question": "What is the capital of Italy?\n\nA. Rome\nB. Milan", "answer": "A"},  # type: ignore[arg-type]

@@ -33,8 +33,20 @@ def test_truth_json_states_every_source(suite_dir: Path, mini_suite: Suite) -> N
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["persona"] == "overconfident" and data["suite"] == "mini" and data["samples"] == 5
+    # the directory's suite.toml names no variants: probe's defaults, each stated separately
+    assert [v["id"] for v in data["variants"]] == ["plain", "expert", "shuffled"]
     items = data["items"]
-    assert [i["item_id"] for i in items] == [q.id for q in mini_suite.questions]
+    ids = [q.id for q in mini_suite.questions]
+    assert [(i["variant"], i["item_id"]) for i in items] == [(v, i) for v in ("plain", "expert", "shuffled")
+                                                             for i in ids]
+    by = {(i["variant"], i["item_id"]): i for i in items}
+    for q in mini_suite.questions:
+        plain, expert = by[("plain", q.id)], by[("expert", q.id)]
+        assert expert["system_prompt"] and not plain["system_prompt"]
+        # more overconfident under the system prompt: γ 0.4 → 0.3
+        assert expert["token"]["confidence"] - expert["token"]["p_right"] >= \
+            plain["token"]["confidence"] - plain["token"]["p_right"] - 0.05
+    assert any(i["order"] is not None for i in items if i["variant"] == "shuffled")
     for item in items:
         for source in ("token", "ptrue", "verbal_numeric", "verbal_linguistic", "consistency"):
             s = item[source]
@@ -44,7 +56,14 @@ def test_truth_json_states_every_source(suite_dir: Path, mini_suite: Suite) -> N
     no_lp = runner.invoke(app, ["sim", "truth", "--persona", "sim-nologprobs", "--suite", str(suite_dir),
                                 "--json", "--limit", "2"])
     rows = json.loads(no_lp.stdout)["items"]
-    assert len(rows) == 2 and not rows[0]["token"]["available"] and rows[0]["token"]["confidence"] is None
+    assert len(rows) == 6 and not rows[0]["token"]["available"] and rows[0]["token"]["confidence"] is None
+    one = runner.invoke(app, ["sim", "truth", "--persona", "calibrated", "--suite", str(suite_dir), "--json",
+                              "--variant", "shuffled", "--variant", "plain-form"])
+    forms = json.loads(one.stdout)
+    assert [v["id"] for v in forms["variants"]] == ["shuffled", "plain-form"]
+    assert {i["variant"] for i in forms["items"]} == {"shuffled", None}
+    for item in forms["items"]:
+        assert item["token"]["confidence"] == pytest.approx(item["token"]["p_right"])  # calibrated in every form
 
 
 def test_truth_table_and_personas(suite_dir: Path) -> None:
@@ -62,6 +81,9 @@ def test_user_mistakes_exit_2_with_a_message(suite_dir: Path) -> None:
     bad_persona = _probe("truth", "--persona", "nobody", "--suite", str(suite_dir))
     assert bad_persona.returncode == 2 and "unknown persona 'nobody'" in bad_persona.stderr
     assert "Traceback" not in bad_persona.stderr
+    bad_variant = _probe("truth", "--persona", "calibrated", "--suite", str(suite_dir), "--variant", "nope")
+    assert bad_variant.returncode == 2 and "Traceback" not in bad_variant.stderr
+    assert "no variant 'nope'" in bad_variant.stderr and "plain, expert, shuffled" in bad_variant.stderr
     bad_fault = _probe("serve", "--port", "0", "--no-bundled", "--fault", "429=2")
     assert bad_fault.returncode == 2 and "--fault" in bad_fault.stderr and "between 0 and 1" in bad_fault.stderr
 

@@ -1,9 +1,10 @@
 """The simulator's stated truth is honest: among answers reported at confidence c, the share that is
 right matches the truth it states, within binomial error.
 
-5,000 token-source answers per persona come from the same code the server runs (Knowledge →
-Generator → token alternatives), read the way a client reads them (label forms merged,
-renormalized over the options); a smaller set goes through HTTP and must give the same numbers.
+5,000 token-source answers per persona come from the same code the server runs (request parsing →
+Knowledge → Generator → token alternatives), read the way a client reads them (label forms merged,
+renormalized over the options), in the plain, shuffled and system-prompt forms, each against the
+truth stated for that form; a smaller set goes through HTTP and must give the same numbers.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ import httpx
 import numpy as np
 import pytest
 
-from probe.prompts import answer_prompt, ptrue_prompt
-from probe.sim import PERSONAS, Knowledge, consistency_truth, suite_truth
+from probe.prompts import RenderedPrompt, answer_prompt, ptrue_prompt
+from probe.sim import PERSONAS, Knowledge, Persona, Resolved, consistency_truth, suite_truth
 from probe.sim._generate import Generator
+from probe.sim._requests import parse_openai
 from probe.sim._rng import uniform
 from probe.suite import PromptVariant, Question, Suite
 
 N_ITEMS = 5000
 PLAIN = PromptVariant(id="plain")
 SHUFFLED = PromptVariant(id="shuffled", shuffle_seed=99)
+EXPERT = PromptVariant(id="expert", system="You are a careful expert. Answer accurately and do not guess carelessly.")
+EXPERT_SHUFFLED = PromptVariant(id="expert-shuffled", system="You are an expert.", shuffle_seed=5)
 
 
 def synthetic_suite(n: int, kind: str = "mc") -> Suite:
@@ -36,7 +40,15 @@ def synthetic_suite(n: int, kind: str = "mc") -> Suite:
         else:
             qs.append(Question(id=f"s{i}", kind="short", text=f"Synthetic short question {i}?",
                                aliases=(f"answer{i}",), subject=f"group{i % 20}"))
-    return Suite(name=f"synthetic-{kind}", version="1", variants=(PLAIN, SHUFFLED), questions=tuple(qs))
+    return Suite(name=f"synthetic-{kind}", version="1", variants=(PLAIN, SHUFFLED, EXPERT, EXPERT_SHUFFLED),
+                 questions=tuple(qs))
+
+
+def understood(kb: Knowledge, prompt: RenderedPrompt, persona: str) -> tuple[Persona, Resolved]:
+    """What the server makes of a request with these messages: the reporting persona (its
+    system-prompted form under a system prompt) and the resolved prompt (its variant form)."""
+    req = parse_openai({"model": f"sim-{persona}", "messages": [m.model_dump() for m in prompt.messages]})
+    return req.speaker, kb.resolve(req.prompt, req.system)
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +80,11 @@ def token_draws(suite: Suite, kb: Knowledge, persona: str,
                 variant: PromptVariant) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(reported confidence, right, stated truth) of the token source for every item."""
     gen = Generator(kb.seed)
-    per = PERSONAS[persona]
-    truth = {t.item_id: t for t in suite_truth(suite, per, knowledge=kb)}
+    truth = {t.item_id: t for t in suite_truth(suite, PERSONAS[persona], knowledge=kb, variant=variant)}
     conf, right, stated = [], [], []
     for q in suite.questions:
         prompt = answer_prompt(q, variant)
-        r = kb.resolve(prompt.messages[-1].content)
+        per, r = understood(kb, prompt, persona)
         g = gen.generate(per, r, gen.choose(per, r, 0.0, "g", 0))
         tok = g.tokens[0]
         dist = merged(tok.top, prompt.labels)
@@ -127,16 +138,39 @@ def test_underconfident_truth_is_honest_and_above_its_reported_confidence(mc_sui
     assert right.mean() > conf.mean() + 0.05
 
 
-def test_short_answer_mean_token_probability_is_honest() -> None:
+@pytest.mark.parametrize("variant", [EXPERT, EXPERT_SHUFFLED], ids=lambda v: v.id)
+def test_calibrated_stays_calibrated_under_a_system_prompt(mc_suite: Suite, kb: Knowledge,
+                                                           variant: PromptVariant) -> None:
+    conf, right, stated = token_draws(mc_suite, kb, "calibrated", variant)
+    assert np.allclose(conf, stated)  # its reported c is the true p of this prompt's form
+    assert assert_honest(conf, right, stated) >= 5
+    plain = {t.item_id: t.latent_p for t in suite_truth(mc_suite, PERSONAS["calibrated"], knowledge=kb)}
+    moved = np.abs(stated - np.array([plain[q.id] for q in mc_suite.questions]))
+    assert moved.max() > 0.02 and moved.mean() < 0.1  # its own p per item, near the plain one
+    assert abs(stated.mean() - np.mean(list(plain.values()))) < 0.02  # no more accurate on the whole
+
+
+def test_overconfident_overstates_more_under_a_system_prompt(mc_suite: Suite, kb: Knowledge) -> None:
+    conf, right, stated = token_draws(mc_suite, kb, "overconfident", EXPERT)
+    assert assert_honest(conf, right, stated) >= 4
+    assert np.all(stated <= conf + 1e-12)
+    plain_conf, _, plain_stated = token_draws(mc_suite, kb, "overconfident", PLAIN)
+    gap, plain_gap = float(np.mean(conf - stated)), float(np.mean(plain_conf - plain_stated))
+    assert gap > plain_gap + 0.02  # sharper: γ 0.4 → 0.3
+    assert abs(stated.mean() - plain_stated.mean()) < 0.02  # while not more accurate
+    assert conf.mean() > plain_conf.mean() + 0.02
+
+
+@pytest.mark.parametrize("variant", [PLAIN, EXPERT], ids=lambda v: v.id)
+def test_short_answer_mean_token_probability_is_honest(variant: PromptVariant) -> None:
     suite = synthetic_suite(1200, "short")
     kb = Knowledge([suite])
     gen = Generator(kb.seed)
     for name in ("calibrated", "overconfident"):
-        per = PERSONAS[name]
-        truth = {t.item_id: t for t in suite_truth(suite, per, knowledge=kb)}
+        truth = {t.item_id: t for t in suite_truth(suite, PERSONAS[name], knowledge=kb, variant=variant)}
         conf, right, stated = [], [], []
         for q in suite.questions:
-            r = kb.resolve(answer_prompt(q, PLAIN).messages[-1].content)
+            per, r = understood(kb, answer_prompt(q, variant), name)
             g = gen.generate(per, r, gen.choose(per, r, 0.0, "g", 0))
             probs = [math.exp(t.logprob) for t in g.tokens if t.text.strip()]
             conf.append(sum(probs) / len(probs))
@@ -146,19 +180,22 @@ def test_short_answer_mean_token_probability_is_honest() -> None:
         assert assert_honest(np.array(conf), np.array(right, dtype=float), np.array(stated)) >= 4
 
 
-def test_ptrue_of_its_own_answer_is_honest(mc_suite: Suite, kb: Knowledge) -> None:
+@pytest.mark.parametrize(("persona", "variant"), [("calibrated", PLAIN), ("overconfident", EXPERT_SHUFFLED)],
+                         ids=["calibrated-plain", "overconfident-expert-shuffled"])
+def test_ptrue_of_its_own_answer_is_honest(mc_suite: Suite, kb: Knowledge, persona: str,
+                                           variant: PromptVariant) -> None:
     gen = Generator(kb.seed)
-    per = PERSONAS["calibrated"]
-    truth = {t.item_id: t for t in suite_truth(mc_suite, per, knowledge=kb)}
+    truth = {t.item_id: t for t in suite_truth(mc_suite, PERSONAS[persona], knowledge=kb, variant=variant)}
     conf, right, stated = [], [], []
     for q in mc_suite.questions[:1500]:
-        prompt = answer_prompt(q, PLAIN)
-        r = kb.resolve(prompt.messages[-1].content)
+        prompt = answer_prompt(q, variant)
+        per, r = understood(kb, prompt, persona)
         answer = gen.generate(per, r, gen.choose(per, r, 0.0, "g", 0)).text
         choice = prompt.choice_of_label(answer)
         assert choice is not None and q.choices is not None
-        pt = ptrue_prompt(q, PLAIN, f"{answer}. {q.choices[choice]}")
-        rp = kb.resolve(pt.messages[-1].content)
+        pt = ptrue_prompt(q, variant, f"{answer}. {q.choices[choice]}")
+        per, rp = understood(kb, pt, persona)
+        assert rp.state is r.state  # the same variant form as the answer it judges
         g = gen.generate(per, rp, gen.choose(per, rp, 0.0, "g", 0))
         p_true = merged(g.tokens[0].top, ("A", "B"))["A"]
         assert p_true == pytest.approx(truth[q.id].ptrue.confidence, abs=1e-9)
@@ -216,10 +253,10 @@ def test_consistency_truth_monte_carlo_agrees_with_exact() -> None:
 def test_http_round_trip_gives_the_same_numbers(sim_url: str, mini_suite: Suite) -> None:
     """Through the server: the answers and merged confidences equal the truth it states."""
     for persona in ("calibrated", "overconfident"):
-        truth = {t.item_id: t for t in suite_truth(mini_suite, PERSONAS[persona])}
         with httpx.Client(base_url=sim_url, timeout=10) as c:
-            for q in mini_suite.questions:
-                for variant in mini_suite.variants:
+            for variant in mini_suite.variants:
+                truth = {t.item_id: t for t in suite_truth(mini_suite, PERSONAS[persona], variant=variant)}
+                for q in mini_suite.questions:
                     prompt = answer_prompt(q, variant)
                     body = c.post("/chat/completions", json={
                         "model": f"sim-{persona}", "messages": [m.model_dump() for m in prompt.messages],
