@@ -161,6 +161,10 @@ class Engine:
                 self.fatal = e.failure
             return Outcome(None, e.failure, key, req)
         self._unwritten_cache[key] = completion
+        # Yield once before grading and storing: responses arrive in bursts, and the requests
+        # waiting for the slots this burst just freed should go out before the burst's
+        # bookkeeping, not after all of it (0.76 -> 0.8x of the ideal rate in the benchmark).
+        await asyncio.sleep(0)
         self._maybe_flush()
         return Outcome(completion, None, key, req)
 
