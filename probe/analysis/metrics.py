@@ -6,10 +6,12 @@ over equal-mass bins, the Brier decomposition always over equal-width bins.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from probe.analysis._arrays import ArrayLike, FloatArray, Sorted, as_pairs, check_bins
+from probe.analysis._arrays import ArrayLike, FloatArray, Sorted, as_pairs, check_bins, width_index, wsum
 from probe.analysis.curves import Binning, BinTable, ReliabilityBin, mass_table, width_table
 from probe.analysis.ranking import CoveragePoint, aurc, auroc, coverage_curve, selective_accuracy
 
@@ -58,6 +60,11 @@ class CalibrationMetrics(BaseModel):
     width: BinnedErrors = Field(description="Errors over equal-width bins.")
     mass: BinnedErrors = Field(description="Errors over equal-mass bins.")
     ace: float = Field(description="Mean over non-empty equal-mass bins of |acc_b − conf_b|.")
+    ece_width_if_calibrated: float = Field(
+        description="Equal-width ECE a perfectly calibrated model with these confidences would show on "
+                    "average from sampling noise alone: Σ_b (n_b/N)·sqrt(2/π)·sqrt(Σ_i c_i(1−c_i))/n_b "
+                    "(per bin, accuracy minus mean confidence taken as normal with that spread). ECE is "
+                    "biased upwards: compare an observed ECE with this, not with 0.")
     brier: float = Field(description="mean((conf − correct)²).")
     brier_decomposition: BrierDecomposition = Field(description="Murphy decomposition (equal-width bins).")
     nll: float = Field(description=f"Negative log-likelihood with p clipped to [{NLL_CLIP:g}, 1 − {NLL_CLIP:g}].")
@@ -118,6 +125,15 @@ def calibration_metrics(conf: ArrayLike, correct: ArrayLike, bins: int = 10) -> 
     return metrics_of_sorted(Sorted.of(c, y), m)
 
 
+def ece_if_calibrated(conf: FloatArray, bins: int) -> float:
+    """Expected equal-width ECE under perfect calibration (see CalibrationMetrics); vectorized."""
+    idx = width_index(conf, bins)
+    n = np.bincount(idx, minlength=bins)
+    spread = wsum(idx, conf * (1.0 - conf), bins)
+    ne = n > 0
+    return float(np.sum(np.sqrt(spread[ne]) / conf.size) * math.sqrt(2.0 / math.pi))
+
+
 def metrics_of_sorted(s: Sorted, bins: int) -> CalibrationMetrics:
     """All metrics of validated records already sorted by confidence (one sort serves everything)."""
     c, y = s.conf, s.correct
@@ -129,6 +145,7 @@ def metrics_of_sorted(s: Sorted, bins: int) -> CalibrationMetrics:
         n=s.n, bins=bins,
         accuracy=float(y.mean()), mean_confidence=float(c.mean()),
         width=binned_errors(wt), mass=mass, ace=mass.mean_abs_gap,
+        ece_width_if_calibrated=ece_if_calibrated(c, bins),
         brier=brier, brier_decomposition=brier_decomposition(wt, brier),
         nll=_nll(c, y), auroc=auroc(s),
         selective_accuracy_50=selective_accuracy(s, 0.5), aurc=aurc(s),

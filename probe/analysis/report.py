@@ -31,6 +31,10 @@ DEFINITIONS: dict[str, str] = {
     "accuracy_ci (bin)": "95 % Wilson interval",
     "ece": "sum_b (n_b/N)|acc_b - conf_b| over non-empty bins of the report's binning; "
            "ece_width and ece_mass give both binnings",
+    "ece_width_if_calibrated": "equal-width ECE a perfectly calibrated model with these confidences shows "
+                               "on average from sampling noise alone: sum_b (n_b/N) sqrt(2/pi) "
+                               "sqrt(sum_i c_i(1-c_i))/n_b (normal approximation per bin); ECE is biased "
+                               "upwards, so read an observed ECE against this floor, not against 0",
     "signed_ece": "sum_b (n_b/N)(conf_b - acc_b) over the report's binning: positive = overconfident",
     "mce": "max_b |acc_b - conf_b| over non-empty bins of the report's binning",
     "rms_ce": "sqrt(sum_b (n_b/N)(acc_b - conf_b)^2) over the report's binning",
@@ -74,6 +78,9 @@ class GroupReport(BaseModel):
     ece_width_ci: Interval | None = Field(default=None, description="Bootstrap interval of ece_width.")
     ece_mass: float | None = Field(default=None, description="ECE over equal-mass bins.")
     ece_mass_ci: Interval | None = Field(default=None, description="Bootstrap interval of ece_mass.")
+    ece_width_if_calibrated: float | None = Field(
+        default=None, description="Equal-width ECE a perfectly calibrated model with these confidences and "
+                                  "this n would show on average from noise alone (the floor to compare with).")
     signed_ece: float | None = Field(default=None, description="Signed ECE (positive = overconfident).")
     mce: float | None = Field(default=None, description="Maximum calibration error.")
     ace: float | None = Field(default=None, description="Adaptive calibration error (equal-mass).")
@@ -190,6 +197,7 @@ def _group_report(key: tuple[str, str, str], c: _Collect, *, bins: int, binning:
         "ece": primary.ece, "ece_ci": ci.ece_ci if binning == "width" else ci.ece_mass_ci,
         "ece_width": m.width.ece, "ece_width_ci": ci.ece_ci,
         "ece_mass": m.mass.ece, "ece_mass_ci": ci.ece_mass_ci,
+        "ece_width_if_calibrated": m.ece_width_if_calibrated,
         "signed_ece": primary.signed_ece, "mce": primary.mce, "ace": m.ace, "rms_ce": primary.rms_ce,
         "brier": m.brier, "brier_ci": ci.brier_ci, "brier_decomposition": m.brier_decomposition,
         "nll": m.nll, "auroc": m.auroc, "auroc_ci": ci.auroc_ci if m.auroc is not None else None,

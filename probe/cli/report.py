@@ -48,14 +48,15 @@ def _summary_table(rep: RunReport) -> Table:
     t.add_column("model", no_wrap=True)
     t.add_column("source", no_wrap=True)
     t.add_column("variant", no_wrap=True)
-    for name in ("n ok/n", "accuracy", f"ECE {rep.binning}", f"ECE {other_label}", "signed ECE", "MCE",
-                 "Brier", "NLL", "AUROC", "sel.acc 50%", "AURC"):
+    for name in ("n ok/n", "accuracy", f"ECE {rep.binning}", f"ECE {other_label}", "ECE if cal.", "signed ECE",
+                 "MCE", "Brier", "NLL", "AUROC", "sel.acc 50%", "AURC"):
         t.add_column(name, justify="right", no_wrap=True)
     for g in rep.groups:
         other = g.ece_mass if rep.binning == "width" else g.ece_width
         t.add_row(
             g.model, g.source, g.variant, f"{g.n_ok}/{g.n}",
-            fmt_ci(g.accuracy, g.accuracy_ci), fmt_ci(g.ece, g.ece_ci), fmt(other), fmt(g.signed_ece),
+            fmt_ci(g.accuracy, g.accuracy_ci), fmt_ci(g.ece, g.ece_ci), fmt(other), fmt(g.ece_width_if_calibrated),
+            fmt(g.signed_ece),
             fmt(g.mce), fmt(g.brier), fmt(g.nll), fmt_ci(g.auroc, g.auroc_ci), fmt(g.selective_accuracy_50),
             fmt(g.aurc),
         )
@@ -104,7 +105,8 @@ def render_table(rep: RunReport, curves: bool = False, width: int | None = None)
             if g.n_ok:
                 con.print(_curve_table(g, rep.binning))
     con.print("variant '*' pools all variants of a model and source; '—' = undefined (e.g. AUROC when all "
-              "answers are right). Definitions: probe report --format json (\"definitions\").")
+              "answers are right). 'ECE if cal.': the equal-width ECE a perfectly calibrated model with these "
+              "confidences and n shows from noise alone. Definitions: probe report --format json (\"definitions\").")
     for w in rep.warnings:
         con.print(f"warning: {w}")
     return buf.getvalue()

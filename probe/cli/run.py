@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import csv
 import io
-import json
 import os
 import sys
 import time
@@ -16,13 +15,16 @@ from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.table import Column, Table
 
+from probe.analysis import build_report
+from probe.analysis.report import GroupReport
 from probe.batch import batch_models_for
 from probe.cli._common import console, err_console, find_run, open_store, print_json
 from probe.cli.batch import cost_json, print_costs, run_batch, warn_live_resume
 from probe.errors import UsageError
 from probe.fileio import write_text_atomic
+from probe.reports import render_run_report
 from probe.runner.engine import Engine
 from probe.runner.engine import Progress as RunProgress
 from probe.runner.run import (
@@ -126,7 +128,7 @@ async def _execute_with_progress(plan: Plan, store: Store, info: RunInfo, show_p
 
 
 def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry_run: bool,
-                batch: bool = False) -> RunInfo | None:
+                batch: bool = False, emit: bool = True) -> RunInfo | None:
     store = Store(db)
     plan = make_plan(spec)
     if dry_run:
@@ -168,13 +170,18 @@ def run_command(spec: RunSpec, db: Path, json_out: bool, resume: str | None, dry
         err_console.print(f"\nstopped. Nothing finished is lost; resume with: probe run --resume {info.run_id}"
                           + (f" --db {db}" if db != DEFAULT_DB else ""))
         raise typer.Exit(130) from None
-    lines = summarize(store.records(info.run_id))
-    if json_out:
-        print_json({"run_id": info.run_id, "status": info.status, "db": str(store.path),
-                    "summary": [x.model_dump() for x in lines]})
-    else:
-        _print_summary(info, lines, store)
+    if emit:
+        lines = summarize(store.records(info.run_id))
+        if json_out:
+            print_json(run_summary_json(info, lines, store))
+        else:
+            _print_summary(info, lines, store)
     return info
+
+
+def run_summary_json(info: RunInfo, lines: list[SummaryLine], store: Store) -> dict[str, Any]:
+    return {"run_id": info.run_id, "status": info.status, "db": str(store.path),
+            "summary": [x.model_dump() for x in lines]}
 
 
 def run(
@@ -248,24 +255,47 @@ DEMO_MODELS = ["sim/calibrated", "sim/overconfident", "sim/nologprobs"]
 
 def demo(
     db: Path = typer.Option(DEFAULT_DB, "--db", help="SQLite database."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ) -> None:
     """Run the demo suite against three simulated models (offline, no keys) and report."""
     spec = validate_spec({"suites": ["demo"], "models": DEMO_MODELS, "concurrency": 64, "refresh": True}, "demo")
-    info = run_command(spec, db, json_out, None, False)
+    info = run_command(spec, db, json_out, None, False, emit=not json_out)
     if info is None:
         return
-    _demo_report(info, db, json_out)
-
-
-def _demo_report(info: RunInfo, db: Path, json_out: bool) -> None:
-    try:
-        from probe.reports import write_html_report
-    except ImportError:
+    store = Store(db)
+    records = store.records(info.run_id)
+    rep = build_report(info, records)
+    out = write_text_atomic(db.parent / "report.html", render_run_report(info, records, report=rep))
+    pooled = [g for g in rep.groups if g.pooled]
+    if json_out:
+        print_json({**run_summary_json(info, summarize(records), store), "report": str(out),
+                    "calibration": [g.model_dump(mode="json", include=set(CALIBRATION_FIELDS)) for g in pooled]})
         return
-    out = db.parent / "report.html"
-    write_html_report(Store(db), info.run_id, out)
-    if not json_out:
-        console.print(f"report: {out}")
-    else:
-        print(json.dumps({"report": str(out)}))
+    console.print(_calibration_table(pooled))
+    console.print(f"report: [bold]{out}[/bold]  (open it in a browser: reliability diagrams per model and source)")
+    console.print(f"next: probe report {info.run_id} [--format json]  ·  probe compare {info.run_id} "
+                  f"--models sim/calibrated,sim/overconfident")
+
+
+CALIBRATION_FIELDS = ("model", "source", "n", "n_ok", "accuracy", "accuracy_ci", "ece", "ece_ci",
+                      "ece_width_if_calibrated", "signed_ece", "auroc", "status_counts")
+
+
+def _ci(value: float | None, ci: tuple[float, float] | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def _calibration_table(groups: list[GroupReport]) -> Table:
+    """Calibration per model × source (variants pooled), with 95 % bootstrap intervals."""
+    table = Table("model", "source", "scored", "accuracy", "ECE", "ECE if calibrated", "signed ECE", "AUROC",
+                  Column("not scored (why)", no_wrap=True),
+                  title="calibration, variants pooled (95 % bootstrap intervals; signed ECE > 0 = overconfident; "
+                        "'ECE if calibrated' = what noise alone gives a calibrated model on this many records)")
+    for g in groups:
+        missing = ", ".join(f"{v} {k.removeprefix('unavailable:')}" for k, v in g.status_counts.items()
+                            if k != "ok") or "-"
+        table.add_row(g.model, g.source, f"{g.n_ok}/{g.n}", _ci(g.accuracy, g.accuracy_ci), _ci(g.ece, g.ece_ci),
+                      _ci(g.ece_width_if_calibrated, None), _ci(g.signed_ece, None), _ci(g.auroc, None), missing)
+    return table

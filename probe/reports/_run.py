@@ -47,6 +47,7 @@ def summary_row(g: GroupReport) -> SummaryRow:
     return SummaryRow(
         model=g.model, source=g.source, variant=None if g.pooled else g.variant, n=g.n, n_ok=g.n_ok,
         accuracy=Metric(value=g.accuracy, ci=g.accuracy_ci), ece=Metric(value=g.ece, ci=g.ece_ci),
+        ece_if_calibrated=Metric(value=g.ece_width_if_calibrated),
         signed_ece=Metric(value=g.signed_ece), brier=Metric(value=g.brier, ci=g.brier_ci),
         auroc=Metric(value=g.auroc, ci=g.auroc_ci),
         not_ok=[StatusCount(status=k, count=v) for k, v in g.status_counts.items() if k != "ok"]

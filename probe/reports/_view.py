@@ -37,6 +37,7 @@ class SummaryRow(BaseModel):
     n_ok: int = Field(description="Records scored (status ok).")
     accuracy: Metric = Field(description="Accuracy with interval.")
     ece: Metric = Field(description="ECE (equal-width) with interval.")
+    ece_if_calibrated: Metric = Field(description="ECE a perfectly calibrated model would show here from noise.")
     signed_ece: Metric = Field(description="Signed ECE (positive = overconfident).")
     brier: Metric = Field(description="Brier score with interval.")
     auroc: Metric = Field(description="AUROC with interval (None when undefined).")

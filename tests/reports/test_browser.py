@@ -98,11 +98,11 @@ def test_demo_report_in_chromium(demo: tuple[Path, Path], tmp_path: Path) -> Non
     rows = {(r[0], r[1]): r[2:] for r in check["rows"]}
     assert set(rows) == cells
     for key, cols in rows.items():
-        assert all(c != "" for c in cols[:10]), (key, cols)
+        assert all(c != "" for c in cols[:11]), (key, cols)
         if key in served:
             assert re.match(r"0\.\d{3} \[0\.\d{3}, 0\.\d{3}\]$", cols[3]), (key, cols)  # accuracy [interval]
         else:
-            assert cols[3] == "–" and int(cols[8]) > 0  # not scored, and counted as unavailable
+            assert cols[3] == "–" and int(cols[9]) > 0  # not scored, and counted as unavailable
     notes = {(m, s): (text, visible) for m, s, text, visible in check["notes"]}
     assert set(notes) == cells - served
     for source in ("token", "ptrue"):

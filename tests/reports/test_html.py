@@ -43,8 +43,8 @@ def test_summary_diagrams_notes_and_manifest(report_a: str) -> None:
     assert "[" in calibrated_token[3].text  # accuracy with its interval
     nolog_token = next(r for r in rows if r.attrs["data-model"] == "sim/nologprobs" and r.attrs["data-source"] == "token")
     cells = [c.text.strip() for c in nolog_token.find_all("td")]
-    assert cells[2] == "0 / 240" and cells[3] == "–" and cells[8] == "240" and cells[9] == "0"
-    assert "provider has no logprobs × 240" in cells[10]
+    assert cells[2] == "0 / 240" and cells[3] == "–" and cells[9] == "240" and cells[10] == "0"
+    assert "provider has no logprobs × 240" in cells[11]
 
     figures = doc.find_all("figure", "diagram")
     assert len(figures) == 10  # 3 models × 4 sources, minus nologprobs' token and ptrue
