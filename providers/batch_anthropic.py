@@ -10,7 +10,7 @@ become those failure kinds.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import anthropic
@@ -30,7 +30,6 @@ from providers.errors import (
     rejected_sampling_params,
 )
 from providers.normalize import MalformedPayload
-from providers.sdk import failure_from_sdk_exception
 
 # "100,000 Message requests or 256 MB in size, whichever is reached first" (decimal MB: the safe reading)
 ANTHROPIC_LIMITS = BatchLimits(max_requests=100_000, max_bytes=256_000_000)
@@ -88,6 +87,7 @@ class AnthropicBatchVendor(BatchVendor):
     """``anthropic.AsyncAnthropic(max_retries=0)``: messages.batches.create → retrieve → results (streamed)."""
 
     vendor = "anthropic"
+    sdk_error = anthropic.APIError
     limits = ANTHROPIC_LIMITS
 
     def __init__(self, provider: Provider, cfg: ResolvedConfig) -> None:
@@ -112,16 +112,6 @@ class AnthropicBatchVendor(BatchVendor):
     def envelope_bytes(self) -> int:
         return _ENVELOPE
 
-    async def _guard(self, call: Awaitable[_T]) -> _T:
-        try:
-            return await call
-        except anthropic.APIError as e:
-            fail = failure_from_sdk_exception(e, redact=self.redact, hint=f"check {self.cfg.key_hint}",
-                                              timeout_s=self.cfg.timeout_s)
-            if fail is None:
-                raise
-            raise ProviderError(fail) from None
-
     def _info(self, batch: Any) -> BatchInfo:
         counts = batch.request_counts.model_dump() if batch.request_counts is not None else {}
         status = str(batch.processing_status)
@@ -144,11 +134,7 @@ class AnthropicBatchVendor(BatchVendor):
                 async for line in resp.iter_lines():
                     yield line
         except anthropic.APIError as e:
-            fail = failure_from_sdk_exception(e, redact=self.redact, hint=f"check {self.cfg.key_hint}",
-                                              timeout_s=self.cfg.timeout_s)
-            if fail is None:
-                raise
-            raise ProviderError(fail) from None
+            raise self.provider_error(e) from None
         except httpx2.HTTPError as e:
             raise ProviderError(failure("transient", f"reading results: {type(e).__name__}: {e}",
                                         redact=self.redact)) from None

@@ -13,15 +13,18 @@ import abc
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probe.completion import CallFailure, ChatRequest, Completion, ConfigError, ErrorKind
+from probe.completion import CallFailure, ChatRequest, Completion, ConfigError, ErrorKind, ProviderError
 from providers.base import Provider
 from providers.config import ResolvedConfig, resolve_config
 from providers.normalize import MalformedPayload
+from providers.sdk import failure_from_sdk_exception
+
+_T = TypeVar("_T")
 
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -86,11 +89,25 @@ class BatchVendor(abc.ABC):
 
     vendor: str
     limits: BatchLimits
+    sdk_error: ClassVar[type[Exception]]  # the SDK's API error base class
 
     def __init__(self, provider: Provider, cfg: ResolvedConfig) -> None:
         self.provider = provider
         self.cfg = cfg
         self.redact = provider.redact
+
+    def provider_error(self, exc: Exception) -> Exception:
+        """The classified ProviderError for an SDK exception (the exception itself if it is not one)."""
+        fail = failure_from_sdk_exception(exc, redact=self.redact, hint=f"check {self.cfg.key_hint}",
+                                          timeout_s=self.cfg.timeout_s)
+        return exc if fail is None else ProviderError(fail)
+
+    async def _guard(self, call: Awaitable[_T]) -> _T:
+        """Await an SDK call; its API errors become classified ProviderErrors."""
+        try:
+            return await call
+        except self.sdk_error as e:
+            raise self.provider_error(e) from None
 
     @abc.abstractmethod
     def build_line(self, custom_id: str, req: ChatRequest, *, logprobs_refused: bool,

@@ -10,7 +10,7 @@ Lines the batch never ran come back in the error file with ``error.code`` ``batc
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import httpx2
@@ -30,7 +30,6 @@ from providers.errors import (
 )
 from providers.normalize import MalformedPayload
 from providers.openai_chat import LogprobAsk, chat_request_to_openai, completion_from_openai, logprob_ask
-from providers.sdk import failure_from_sdk_exception
 
 ENDPOINT: Final = "/v1/chat/completions"
 # "The file can contain up to 50,000 requests, and can be up to 200 MB in size" (decimal MB: the safe reading)
@@ -106,6 +105,7 @@ class OpenAIBatchVendor(BatchVendor):
     files.content of the output and error files, streamed line by line."""
 
     vendor = "openai"
+    sdk_error = openai.APIError
     limits = OPENAI_LIMITS
 
     def __init__(self, provider: Provider, cfg: ResolvedConfig) -> None:
@@ -126,16 +126,6 @@ class OpenAIBatchVendor(BatchVendor):
         payload = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
         meta = {**ask_to_meta(ask), "params": [p for p in _SAMPLING if p in body], "dropped": list(dropped)}
         return BatchLine(custom_id=custom_id, payload=payload, meta=meta, size=len(encode_line(payload)))
-
-    async def _guard(self, call: Awaitable[_T]) -> _T:
-        try:
-            return await call
-        except openai.APIError as e:
-            fail = failure_from_sdk_exception(e, redact=self.redact, hint=f"check {self.cfg.key_hint}",
-                                              timeout_s=self.cfg.timeout_s)
-            if fail is None:
-                raise
-            raise ProviderError(fail) from None
 
     def _info(self, batch: Any) -> BatchInfo:
         counts = batch.request_counts.model_dump() if batch.request_counts is not None else {}
@@ -171,11 +161,7 @@ class OpenAIBatchVendor(BatchVendor):
                     async for line in resp.iter_lines():
                         yield line
             except openai.APIError as e:
-                fail = failure_from_sdk_exception(e, redact=self.redact, hint=f"check {self.cfg.key_hint}",
-                                                  timeout_s=self.cfg.timeout_s)
-                if fail is None:
-                    raise
-                raise ProviderError(fail) from None
+                raise self.provider_error(e) from None
             except httpx2.HTTPError as e:
                 raise ProviderError(failure("transient", f"reading {key}: {type(e).__name__}: {e}",
                                             redact=self.redact)) from None
