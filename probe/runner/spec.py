@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -30,6 +31,19 @@ class ModelConfig(BaseModel):
     @classmethod
     def _parse(cls, value: str) -> str:
         return ModelSpec.parse(value).name
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        # the base URL is stored with the run and shown in reports: it must not carry a secret
+        if value is not None:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"{value!r} is not an http(s) URL")
+            if parts.username or parts.password or parts.query:
+                raise ValueError("a base URL must not carry credentials or a query string; put the key in "
+                                 "<PROVIDER>_API_KEY (or a 0600 key file)")
+        return value
 
     def spec(self) -> ModelSpec:
         base = ModelSpec.parse(self.model)

@@ -74,3 +74,12 @@ def test_bad_config_names_file_and_field(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
     db = tmp_path / "p.db"
     assert not db.exists() or Store(db).list_runs() == []  # nothing written half-way
+
+
+def test_a_base_url_with_credentials_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text('suites = ["capitals"]\n[[models]]\nmodel = "vllm/m"\n'
+                      'base_url = "https://user:sk-secret-123@example.invalid/v1"\n')
+    out = probe("run", "--config", str(config), "--db", str(tmp_path / "p.db"))
+    assert out.returncode == 2
+    assert "models.0.base_url" in out.stderr and "sk-secret-123" not in out.stderr + out.stdout
