@@ -47,6 +47,8 @@ class BootstrapIntervals(BaseModel):
     brier_ci: Interval = Field(description="Interval for the Brier score.")
     auroc_ci: Interval | None = Field(description="Interval for AUROC; null when AUROC is undefined.")
     auroc_defined: int = Field(description="Resamples in which AUROC was defined (both classes present).")
+    unit: Literal["record", "item"] = Field(
+        default="record", description="What was resampled: records, or items with all their records.")
 
 
 class PairedDifference(BaseModel):
@@ -272,3 +274,44 @@ def paired_bootstrap(items_a: ArrayLike, conf_a: ArrayLike, correct_a: ArrayLike
         "a": va, "b": vb, "difference": va - vb, "ci": percentile_interval(d, level), "p_value": p,
         "defined": int(d.size),
     })
+
+
+def item_bootstrap_intervals(items: ArrayLike, conf: ArrayLike, correct: ArrayLike, *, bins: int = 10,
+                             resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED, level: float = 0.95,
+                             stream: np.random.SeedSequence | None = None) -> BootstrapIntervals:
+    """Percentile bootstrap over items: each drawn item brings all its records.
+
+    For groups whose records are not independent — the variants of one item pooled, or several
+    samples of it — resampling records would treat correlated records as separate evidence and
+    give intervals that are too narrow; the item is the unit that was sampled.
+    """
+    _check(resamples, level)
+    m = check_bins(bins)
+    c, y = as_pairs(conf, correct)
+    labels = np.asarray(items)
+    if labels.shape != c.shape:
+        raise ValueError("items must have one entry per record")
+    unique, index = np.unique(labels, return_inverse=True)
+    side = _PairedSide(index.astype(np.int64), c, y, m)
+    rng = np.random.default_rng(stream if stream is not None else seed)
+    n_items = int(unique.size)
+    parts: list[CountMetrics] = []
+    for rows in _chunks(resamples, max(side.item.size, n_items)):
+        drawn = rng.integers(0, n_items, size=(rows, n_items))
+        flat = (drawn + np.arange(rows)[:, None] * n_items).ravel()
+        weights = np.bincount(flat, minlength=rows * n_items).reshape(rows, n_items).astype(np.float64)
+        parts.append(side.metrics(weights))
+    reps = _concat(parts)
+
+    def ci(values: FloatArray) -> Interval:
+        out = percentile_interval(values, level)
+        assert out is not None
+        return out
+
+    both = bool(y.any() and (1.0 - y).any())
+    return BootstrapIntervals(
+        resamples=resamples, seed=seed, level=level, cells=side.cells.size, exact=True, unit="item",
+        accuracy_ci=ci(reps.accuracy), ece_ci=ci(reps.ece_width), ece_mass_ci=ci(reps.ece_mass),
+        brier_ci=ci(reps.brier), auroc_ci=percentile_interval(reps.auroc, level) if both else None,
+        auroc_defined=int(np.count_nonzero(~np.isnan(reps.auroc))),
+    )

@@ -14,9 +14,15 @@ from pydantic import BaseModel, Field
 
 from probe import __version__
 from probe.analysis._arrays import FloatArray
-from probe.analysis.bootstrap import DEFAULT_RESAMPLES, DEFAULT_SEED, Interval, analyze_group
+from probe.analysis.bootstrap import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Interval,
+    analyze_group,
+    item_bootstrap_intervals,
+)
 from probe.analysis.curves import SPARSE_BELOW, Binning, ReliabilityBin
-from probe.analysis.metrics import NLL_CLIP, BrierDecomposition
+from probe.analysis.metrics import NLL_CLIP, BrierDecomposition, calibration_metrics
 from probe.analysis.ranking import CoveragePoint
 from probe.record import SOURCES, Record, Sampling
 from probe.storage import RunInfo
@@ -48,7 +54,9 @@ DEFINITIONS: dict[str, str] = {
                              "counts in proportion)",
     "aurc": "area under the risk-coverage curve: mean over k = 1..N of 1 - accuracy of the top k",
     "intervals": "percentile bootstrap over records (multinomial cell counts; exact resampling "
-                 "distribution when a group has at most 2048 distinct confidences)",
+                 "distribution when a group has at most 2048 distinct confidences); over items instead "
+                 "(each drawn item brings all its records) when records share items, as in the pooled "
+                 "group or with several samples per item, since such records are not independent",
     "status_counts": "all records of the group by status; only 'ok' records with a confidence and a "
                      "grade are scored (n_ok); errors are never graded as wrong answers",
     "variant '*'": "pooled over all variants of the (model, source)",
@@ -135,6 +143,7 @@ class _Collect:
     conf: list[float] = field(default_factory=list)
     correct: list[bool] = field(default_factory=list)
     items: set[tuple[str, str]] = field(default_factory=set)
+    item_of: list[str] = field(default_factory=list)  # per scored record: its suite and item
     suites: set[str] = field(default_factory=set)
     reported: set[str] = field(default_factory=set)
     sampling: set[Sampling] = field(default_factory=set)
@@ -156,6 +165,7 @@ class _Collect:
         self.conf.append(r.confidence)
         self.correct.append(r.correct)
         self.items.add((r.suite, r.item_id))
+        self.item_of.append(f"{r.suite}\0{r.item_id}")
 
 
 def scored_arrays(records: Iterable[Record]) -> tuple[FloatArray, FloatArray, list[tuple[str, str, int]]]:
@@ -189,8 +199,14 @@ def _group_report(key: tuple[str, str, str], c: _Collect, *, bins: int, binning:
         return base
     conf = np.asarray(c.conf, dtype=np.float64)
     correct = np.asarray(c.correct, dtype=np.float64)
-    m, ci = analyze_group(conf, correct, bins=bins, resamples=resamples, seed=seed, level=level,
-                          stream=_stream(seed, key))
+    if len(c.item_of) > len(c.items):
+        # records share items (variants pooled, or several samples): resample items, not records
+        m = calibration_metrics(conf, correct, bins=bins)
+        ci = item_bootstrap_intervals(np.asarray(c.item_of), conf, correct, bins=bins, resamples=resamples,
+                                      seed=seed, level=level, stream=_stream(seed, key))
+    else:
+        m, ci = analyze_group(conf, correct, bins=bins, resamples=resamples, seed=seed, level=level,
+                              stream=_stream(seed, key))
     primary = m.errors(binning)
     return base.model_copy(update={
         "accuracy": m.accuracy, "accuracy_ci": ci.accuracy_ci, "mean_confidence": m.mean_confidence,
