@@ -40,7 +40,9 @@ DEFINITIONS: dict[str, str] = {
     "ece_width_if_calibrated": "equal-width ECE a perfectly calibrated model with these confidences shows "
                                "on average from sampling noise alone: sum_b (n_b/N) sqrt(2/pi) "
                                "sqrt(sum_i c_i(1-c_i))/n_b (normal approximation per bin); ECE is biased "
-                               "upwards, so read an observed ECE against this floor, not against 0",
+                               "upwards, so read an observed ECE against this floor, not against 0; it "
+                               "assumes independent records, so where records share items (the pooled "
+                               "group) the real floor is higher",
     "signed_ece": "sum_b (n_b/N)(conf_b - acc_b) over the report's binning: positive = overconfident",
     "mce": "max_b |acc_b - conf_b| over non-empty bins of the report's binning",
     "rms_ce": "sqrt(sum_b (n_b/N)(acc_b - conf_b)^2) over the report's binning",
@@ -88,7 +90,8 @@ class GroupReport(BaseModel):
     ece_mass_ci: Interval | None = Field(default=None, description="Bootstrap interval of ece_mass.")
     ece_width_if_calibrated: float | None = Field(
         default=None, description="Equal-width ECE a perfectly calibrated model with these confidences and "
-                                  "this n would show on average from noise alone (the floor to compare with).")
+                                  "this n would show on average from noise alone (the floor to compare with; "
+                                  "it assumes independent records, so it is low for the pooled group).")
     signed_ece: float | None = Field(default=None, description="Signed ECE (positive = overconfident).")
     mce: float | None = Field(default=None, description="Maximum calibration error.")
     ace: float | None = Field(default=None, description="Adaptive calibration error (equal-mass).")
