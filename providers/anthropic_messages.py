@@ -15,10 +15,13 @@ import anthropic
 
 from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
-from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
-from providers.errors import classify_http_error, error_object, failure, rejected_sampling_params
+from providers.errors import (
+    failure,
+    rejected_sampling_params,
+    success_payload,
+)
 from providers.hosts import HostProfile
 from providers.normalize import (
     ChoiceDict,
@@ -126,15 +129,8 @@ class AnthropicProvider(Provider):
                                     redact=self.redact))
 
     def _read(self, status: int, headers: Any, body: bytes, req: ChatRequest, latency_s: float) -> Completion:
-        try:
-            payload = jsonio.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise ProviderError(failure("malformed", f"HTTP {status}: body is not JSON ({len(body)} bytes)",
-                                        redact=self.redact, status_code=status)) from None
-        if (isinstance(payload, dict) and payload.get("type") == "error") or (
-                isinstance(payload, dict) and "content" not in payload and error_object(payload) is not None):
-            raise ProviderError(classify_http_error(status, headers, body, redact=self.redact,
-                                                    hint=f"check {self._cfg.key_hint}"))
+        payload = success_payload(status, headers, body, result_key="content", redact=self.redact,
+                                  hint=f"check {self._cfg.key_hint}")
         try:
             return completion_from_anthropic(payload, logprobs_requested=req.logprobs, latency_s=latency_s,
                                              dropped=self.dropped)

@@ -16,7 +16,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from probe.completion import CallFailure, ErrorKind
+from probe.completion import CallFailure, ErrorKind, ProviderError
 from providers import jsonio
 
 Redact = Callable[[str], str]
@@ -300,3 +300,19 @@ def failure(kind: ErrorKind, message: str, *, redact: Redact, status_code: int |
     """A CallFailure whose message is redacted and clipped."""
     return CallFailure(kind=kind, message=redact(_clip(message)), status_code=status_code,
                        retry_after=retry_after)
+
+
+def success_payload(status: int, headers: Mapping[str, str], body: bytes, *, result_key: str, redact: Redact,
+                    hint: str = "") -> Any:
+    """A 2xx body parsed as JSON. Raises ProviderError: ``malformed`` when it is not JSON, and the
+    classified failure when it is an error object instead of a result (``result_key`` absent): some
+    hosts answer 200 with an error body (OpenRouter, Anthropic)."""
+    try:
+        payload = jsonio.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise ProviderError(failure("malformed", f"HTTP {status}: body is not JSON ({len(body)} bytes)",
+                                    redact=redact, status_code=status)) from None
+    if isinstance(payload, dict) and (payload.get("type") == "error" or (
+            result_key not in payload and error_object(payload) is not None)):
+        raise ProviderError(classify_http_error(status, headers, body, redact=redact, hint=hint))
+    return payload

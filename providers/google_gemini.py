@@ -13,10 +13,15 @@ from typing import Any
 
 from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
-from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
-from providers.errors import classify_http_error, error_object, failure, is_logprob_refusal, parse_body
+from providers.errors import (
+    classify_http_error,
+    failure,
+    is_logprob_refusal,
+    parse_body,
+    success_payload,
+)
 from providers.hosts import HostProfile
 from providers.http import JsonHttpClient
 from providers.normalize import (
@@ -195,13 +200,7 @@ class GeminiProvider(Provider):
                                                 hint=f"check {self._cfg.key_hint}"))
 
     def _read(self, status: int, headers: Any, body: bytes, ask: LogprobAsk, latency_s: float) -> Completion:
-        try:
-            payload = jsonio.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise ProviderError(failure("malformed", f"HTTP {status}: body is not JSON ({len(body)} bytes)",
-                                        redact=self.redact, status_code=status)) from None
-        if isinstance(payload, dict) and "candidates" not in payload and error_object(payload) is not None:
-            raise ProviderError(classify_http_error(status, headers, body, redact=self.redact))
+        payload = success_payload(status, headers, body, result_key="candidates", redact=self.redact)
         try:
             return completion_from_gemini(payload, ask, latency_s=latency_s)
         except PromptBlocked as e:

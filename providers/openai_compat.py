@@ -6,17 +6,16 @@ from typing import Any
 
 from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
-from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
 from providers.errors import (
     classify_http_error,
-    error_object,
     failure,
     is_logprob_refusal,
     parse_body,
     rejected_sampling_params,
     rejected_token_field,
+    success_payload,
 )
 from providers.hosts import HostProfile
 from providers.http import HttpResult, JsonHttpClient
@@ -92,15 +91,8 @@ class OpenAIChatProvider(Provider):
         return False
 
     def _read(self, result: HttpResult, ask: LogprobAsk) -> Completion:
-        try:
-            payload = jsonio.loads(result.body)
-        except (ValueError, UnicodeDecodeError):
-            raise ProviderError(failure("malformed", f"HTTP {result.status}: body is not JSON "
-                                        f"({len(result.body)} bytes)", redact=self.redact,
-                                        status_code=result.status)) from None
-        if isinstance(payload, dict) and "choices" not in payload and error_object(payload) is not None:
-            raise ProviderError(classify_http_error(result.status, result.headers, result.body,
-                                                    redact=self.redact, hint=f"check {self._cfg.key_hint}"))
+        payload = success_payload(result.status, result.headers, result.body, result_key="choices",
+                                  redact=self.redact, hint=f"check {self._cfg.key_hint}")
         try:
             return completion_from_openai(payload, ask, latency_s=result.latency_s, dropped=self.dropped)
         except MalformedPayload as e:

@@ -14,15 +14,13 @@ import openai
 
 from probe.completion import ChatRequest, Completion, ProviderError
 from probe.spec import ModelSpec
-from providers import jsonio
 from providers.base import Provider
 from providers.config import ResolvedConfig
 from providers.errors import (
-    classify_http_error,
-    error_object,
     failure,
     is_logprob_refusal,
     rejected_sampling_params,
+    success_payload,
 )
 from providers.hosts import HostProfile
 from providers.normalize import (
@@ -144,13 +142,7 @@ class OpenAIResponsesProvider(Provider):
                                     "parameters", redact=self.redact))
 
     def _read(self, status: int, headers: Any, body: bytes, ask: LogprobAsk, latency_s: float) -> Completion:
-        try:
-            payload = jsonio.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise ProviderError(failure("malformed", f"HTTP {status}: body is not JSON ({len(body)} bytes)",
-                                        redact=self.redact, status_code=status)) from None
-        if isinstance(payload, dict) and "output" not in payload and error_object(payload) is not None:
-            raise ProviderError(classify_http_error(status, headers, body, redact=self.redact))
+        payload = success_payload(status, headers, body, result_key="output", redact=self.redact)
         try:
             return completion_from_responses(payload, ask, latency_s=latency_s, dropped=self.dropped)
         except MalformedPayload as e:
